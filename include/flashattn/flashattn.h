@@ -1,0 +1,106 @@
+/* flashattn C ABI: exact FlashAttention (tiled, online softmax, O(N) memory).
+ *
+ * The stable boundary for C callers, Python (ctypes) and other languages.
+ * Every function returns an fa_status and never throws or aborts; after a
+ * failure fa_last_error() returns a message (thread-local) that names the
+ * offending argument and what was expected. On failure no output is written.
+ *
+ * Layout: Q/K/V/O are 4-D [batch, seqlen, heads, head_dim] (BSHD) with
+ * arbitrary strides counted in elements; the last dimension must be
+ * contiguous (stride 1). BHSD callers pass BHSD strides. LSE is fp32
+ * [batch, heads_q, seqlen_q], contiguous, natural log.
+ */
+#ifndef FLASHATTN_H_
+#define FLASHATTN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define FA_API __declspec(dllexport)
+#else
+#define FA_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA_VERSION_MAJOR 0
+#define FA_VERSION_MINOR 1
+#define FA_VERSION_PATCH 0
+
+typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2 } fa_dtype;
+typedef enum fa_device { FA_CPU = 0, FA_CUDA = 1 } fa_device;
+typedef enum fa_status {
+  FA_OK = 0,
+  FA_ERR_INVALID_ARGUMENT = 1, /* shape, dtype, stride, null pointer, ... */
+  FA_ERR_UNSUPPORTED = 2,      /* valid request this build/device cannot run */
+  FA_ERR_CUDA = 3,             /* a CUDA runtime error */
+  FA_ERR_INTERNAL = 4          /* a bug: please report */
+} fa_status;
+
+typedef struct fa_tensor {
+  void* data;
+  int32_t dtype;        /* fa_dtype */
+  int32_t device;       /* fa_device */
+  int32_t device_index; /* CUDA ordinal; 0 for CPU */
+  int32_t ndim;
+  int64_t shape[4];
+  int64_t stride[4]; /* in elements */
+} fa_tensor;
+
+typedef struct fa_options {
+  float softmax_scale;  /* 0 means 1/sqrt(head_dim) */
+  float softcap;        /* 0 disables; else s = cap * tanh(s / cap) */
+  int64_t window_left;  /* -1 = unbounded */
+  int64_t window_right; /* -1 = unbounded; causal forces 0 */
+  int32_t causal;       /* bottom-right aligned: j <= i + Sk - Sq */
+  int32_t deterministic;/* backward: fixed accumulation order */
+  void* stream;         /* cudaStream_t for CUDA tensors; NULL = default */
+} fa_options;
+
+typedef struct fa_forward_args {
+  fa_tensor q, k, v; /* inputs */
+  fa_tensor out;     /* [B, Sq, Hq, D], dtype of q */
+  fa_tensor lse;     /* optional (data NULL = not written): fp32 [B, Hq, Sq] */
+  fa_options options;
+} fa_forward_args;
+
+typedef struct fa_backward_args {
+  fa_tensor q, k, v, out, dout; /* forward inputs, its output and dL/dO */
+  fa_tensor lse;                /* from the forward: fp32 [B, Hq, Sq] */
+  fa_tensor dq, dk, dv;         /* outputs, shaped like q, k, v */
+  fa_options options;
+} fa_backward_args;
+
+/* Defaults: scale 0 (= 1/sqrt(d)), no softcap, unbounded window, not
+ * causal, not deterministic, default stream. */
+FA_API void fa_options_init(fa_options* options);
+
+/* A contiguous BSHD (or any row-major) tensor view. */
+FA_API fa_tensor fa_tensor_contiguous(void* data, fa_dtype dtype, fa_device device,
+                                      int32_t device_index, int32_t ndim,
+                                      const int64_t* shape);
+
+FA_API fa_status fa_forward(const fa_forward_args* args);
+FA_API fa_status fa_backward(const fa_backward_args* args);
+
+/* Bytes of scratch memory the call would allocate (host for CPU tensors,
+ * device for CUDA tensors); the inputs and outputs are not counted. */
+FA_API fa_status fa_forward_workspace_bytes(const fa_forward_args* args, size_t* bytes);
+FA_API fa_status fa_backward_workspace_bytes(const fa_backward_args* args, size_t* bytes);
+
+/* Message of the last failed call on this thread ("" if none). */
+FA_API const char* fa_last_error(void);
+/* "MAJOR.MINOR.PATCH" and MAJOR*10000 + MINOR*100 + PATCH. */
+FA_API const char* fa_version_string(void);
+FA_API int32_t fa_version(void);
+/* 1 if this build carries CUDA kernels and a CUDA device is visible. */
+FA_API int32_t fa_cuda_available(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FLASHATTN_H_ */

@@ -1,0 +1,33 @@
+// The oracle: naive attention accumulating in double, forward and backward.
+// It shares NO code with the kernels (not even the mask rule), so a bug in
+// shared kernel code cannot hide from the tests. O(N^2) memory by design.
+//
+// All arrays are dense, contiguous, row-major double:
+//   q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out/dout [B, Sq, Hq, D],
+//   lse [B, Hq, Sq].
+#pragma once
+
+#include <cstdint>
+
+namespace flashattn::reference {
+
+struct Problem {
+  int64_t batch = 1, seqlen_q = 1, seqlen_k = 1;
+  int64_t heads_q = 1, heads_kv = 1, head_dim = 8;
+  double scale = 0.0;         // 0 = 1/sqrt(head_dim)
+  bool causal = false;        // bottom-right aligned
+  int64_t window_left = -1;   // -1 = unbounded
+  int64_t window_right = -1;  // -1 = unbounded
+  double softcap = 0.0;       // 0 = off
+};
+
+// out and lse are written for every row; a row that sees no key gets
+// out = 0 and lse = -inf.
+void forward(const Problem& pb, const double* q, const double* k, const double* v,
+             double* out, double* lse);
+
+// Gradients of sum(out * dout) w.r.t. q, k, v; recomputes everything itself.
+void backward(const Problem& pb, const double* q, const double* k, const double* v,
+              const double* dout, double* dq, double* dk, double* dv);
+
+}  // namespace flashattn::reference
