@@ -1,0 +1,30 @@
+// `flashattn run --check`: the run's outputs against the fp64 reference on
+// whole sampled heads (every row of one GQA group), judged by DESIGN.md's rule.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flashattn/flashattn.hpp"
+
+namespace fa_cli {
+
+struct HostProblem {
+  int64_t B, Sq, Sk, Hq, Hkv, D;
+  flashattn::DType dtype;
+  flashattn::Options opt;
+  // Host copies in the run's dtype storage, dense BSHD; lse [B, Hq, Sq].
+  std::vector<char> q, k, v, out, dout, dq, dk, dv;
+  std::vector<float> lse;
+};
+
+struct CheckLine {
+  std::string what;
+  double max_err, naive_err, tolerance;
+  bool pass;
+};
+
+// Checks `groups` (batch, kv head) groups spread over the problem.
+std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backward, int groups);
+
+}  // namespace fa_cli
