@@ -1,0 +1,31 @@
+// The per-ISA kernel entry points. Each kernels_<isa>.cpp compiles the same
+// kernel headers with its own flags and exports one table; cpu_backend.cpp
+// picks a table once per call from what the CPU supports.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/params.hpp"
+
+namespace flashattn::detail::cpu {
+
+struct KernelTable {
+  const char* name;
+  // Independent tasks (the most threads worth starting).
+  int64_t (*forward_tasks)(const FwdParams&);
+  int64_t (*backward_tasks)(const BwdParams&);
+  // Scratch floats for `nthreads` threads; the kernel carves exactly this.
+  size_t (*forward_workspace_floats)(const FwdParams&, int nthreads);
+  size_t (*backward_workspace_floats)(const BwdParams&, int nthreads);
+  void (*forward)(const FwdParams&, float* workspace, int nthreads);
+  void (*backward)(const BwdParams&, float* workspace, int nthreads);
+};
+
+const KernelTable& kernels_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+const KernelTable& kernels_avx2();
+const KernelTable& kernels_avx512();
+#endif
+
+}  // namespace flashattn::detail::cpu
