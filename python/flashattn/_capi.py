@@ -1,0 +1,266 @@
+"""ctypes binding of the flashattn C ABI (include/flashattn/flashattn.h).
+
+Nothing here knows about torch or NumPy: callers hand in raw pointers, shapes
+and element strides.  The shared library is found, in this order:
+
+1. ``$FLASHATTN_LIBRARY``: a path to ``libflashattn.so`` (or a folder holding
+   it), e.g. a CMake build folder: ``FLASHATTN_LIBRARY=build/src/libflashattn.so``;
+2. the copy installed inside this package by ``pip install``.
+
+The library is opened on first use, so ``import flashattn`` never fails for a
+missing library; the first call raises ``FlashAttnLibraryError`` instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from typing import Optional, Sequence
+
+__all__ = [
+    "FA_F32", "FA_F16", "FA_BF16", "FA_CPU", "FA_CUDA",
+    "FlashAttnError", "InvalidArgumentError", "UnsupportedError", "CudaError",
+    "InternalError", "FlashAttnLibraryError",
+    "Tensor", "Options", "ForwardArgs", "BackwardArgs",
+    "lib", "library_path", "make_tensor", "make_options", "forward", "backward",
+    "forward_workspace_bytes", "backward_workspace_bytes", "version", "cuda_available",
+]
+
+# ---- enums (must match flashattn.h) ------------------------------------------
+FA_F32, FA_F16, FA_BF16 = 0, 1, 2
+FA_CPU, FA_CUDA = 0, 1
+FA_OK, FA_ERR_INVALID_ARGUMENT, FA_ERR_UNSUPPORTED, FA_ERR_CUDA, FA_ERR_INTERNAL = 0, 1, 2, 3, 4
+
+
+# ---- errors --------------------------------------------------------------------
+class FlashAttnError(RuntimeError):
+    """A call into libflashattn failed; ``status`` is the fa_status code."""
+
+    status = FA_ERR_INTERNAL
+
+    def __init__(self, message: str, status: Optional[int] = None):
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+
+
+class InvalidArgumentError(FlashAttnError, ValueError):
+    """Bad shape, dtype, device, stride, alignment or null pointer."""
+
+    status = FA_ERR_INVALID_ARGUMENT
+
+
+class UnsupportedError(FlashAttnError, NotImplementedError):
+    """A valid request this build or device cannot run (head dim, arch, ...)."""
+
+    status = FA_ERR_UNSUPPORTED
+
+
+class CudaError(FlashAttnError):
+    status = FA_ERR_CUDA
+
+
+class InternalError(FlashAttnError):
+    status = FA_ERR_INTERNAL
+
+
+class FlashAttnLibraryError(FlashAttnError, OSError):
+    """libflashattn.so could not be found or opened."""
+
+
+_ERRORS = {
+    FA_ERR_INVALID_ARGUMENT: InvalidArgumentError,
+    FA_ERR_UNSUPPORTED: UnsupportedError,
+    FA_ERR_CUDA: CudaError,
+    FA_ERR_INTERNAL: InternalError,
+}
+
+
+# ---- structs (must match flashattn.h field for field) ------------------------------
+class Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("device", ctypes.c_int32),
+        ("device_index", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 4),
+        ("stride", ctypes.c_int64 * 4),
+    ]
+
+
+class Options(ctypes.Structure):
+    _fields_ = [
+        ("softmax_scale", ctypes.c_float),
+        ("softcap", ctypes.c_float),
+        ("window_left", ctypes.c_int64),
+        ("window_right", ctypes.c_int64),
+        ("causal", ctypes.c_int32),
+        ("deterministic", ctypes.c_int32),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
+class ForwardArgs(ctypes.Structure):
+    _fields_ = [(n, Tensor) for n in ("q", "k", "v", "out", "lse")] + [("options", Options)]
+
+
+class BackwardArgs(ctypes.Structure):
+    _fields_ = [(n, Tensor) for n in ("q", "k", "v", "out", "dout", "lse", "dq", "dk", "dv")] + [
+        ("options", Options)
+    ]
+
+
+# The sizes the C compiler gives these structs on LP64 (checked against the
+# header by python/tests/test_capi.py, which compiles a probe when a compiler
+# is around).
+assert ctypes.sizeof(Tensor) == 88 and ctypes.sizeof(Options) == 40
+
+
+# ---- loading -------------------------------------------------------------------
+_LIB_NAMES = {"linux": "libflashattn.so", "darwin": "libflashattn.dylib", "win32": "flashattn.dll"}
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+_lib_path: Optional[str] = None
+
+
+def _lib_name() -> str:
+    for prefix, name in _LIB_NAMES.items():
+        if sys.platform.startswith(prefix):
+            return name
+    return "libflashattn.so"
+
+
+def _candidates() -> list:
+    found = []
+    env = os.environ.get("FLASHATTN_LIBRARY")
+    if env:
+        found.append(os.path.join(env, _lib_name()) if os.path.isdir(env) else env)
+        return found  # an explicit choice is never second-guessed
+    here = os.path.dirname(os.path.abspath(__file__))
+    found.append(os.path.join(here, _lib_name()))
+    return found
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    P = ctypes.POINTER
+    lib.fa_options_init.argtypes = [P(Options)]
+    lib.fa_options_init.restype = None
+    lib.fa_forward.argtypes = [P(ForwardArgs)]
+    lib.fa_forward.restype = ctypes.c_int
+    lib.fa_backward.argtypes = [P(BackwardArgs)]
+    lib.fa_backward.restype = ctypes.c_int
+    lib.fa_forward_workspace_bytes.argtypes = [P(ForwardArgs), P(ctypes.c_size_t)]
+    lib.fa_forward_workspace_bytes.restype = ctypes.c_int
+    lib.fa_backward_workspace_bytes.argtypes = [P(BackwardArgs), P(ctypes.c_size_t)]
+    lib.fa_backward_workspace_bytes.restype = ctypes.c_int
+    lib.fa_last_error.argtypes = []
+    lib.fa_last_error.restype = ctypes.c_char_p
+    lib.fa_version_string.argtypes = []
+    lib.fa_version_string.restype = ctypes.c_char_p
+    lib.fa_version.argtypes = []
+    lib.fa_version.restype = ctypes.c_int32
+    lib.fa_cuda_available.argtypes = []
+    lib.fa_cuda_available.restype = ctypes.c_int32
+
+
+def lib() -> ctypes.CDLL:
+    """The opened libflashattn (opened on first call)."""
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path in _candidates():
+            if not os.path.exists(path):
+                tried.append(f"{path} (not found)")
+                continue
+            try:
+                handle = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append(f"{path} ({e})")
+                continue
+            try:
+                _declare(handle)
+            except AttributeError as e:
+                tried.append(f"{path} (not a flashattn library: {e})")
+                continue
+            _lib, _lib_path = handle, path
+            return _lib
+        raise FlashAttnLibraryError(
+            "could not load libflashattn: tried " + "; ".join(tried)
+            + ". Install the package with pip, or set FLASHATTN_LIBRARY to the path of a "
+            "libflashattn.so built with CMake."
+        )
+
+
+def library_path() -> str:
+    """Path of the loaded shared library (loads it if needed)."""
+    lib()
+    assert _lib_path is not None
+    return _lib_path
+
+
+def _check(status: int) -> None:
+    if status == FA_OK:
+        return
+    msg = (_lib.fa_last_error() or b"").decode("utf-8", "replace") or f"fa_status {status}"
+    raise _ERRORS.get(status, FlashAttnError)(msg, status)
+
+
+# ---- helpers -------------------------------------------------------------------
+def make_tensor(data: int, dtype: int, device: int, device_index: int,
+                shape: Sequence[int], stride: Sequence[int]) -> Tensor:
+    t = Tensor()
+    t.data = data
+    t.dtype = dtype
+    t.device = device
+    t.device_index = device_index
+    n = len(shape)
+    t.ndim = n
+    t.shape[:n] = shape
+    t.stride[:n] = stride
+    return t
+
+
+def make_options(softmax_scale: float = 0.0, softcap: float = 0.0, window_left: int = -1,
+                 window_right: int = -1, causal: bool = False, deterministic: bool = False,
+                 stream: int = 0) -> Options:
+    # Field by field rather than fa_options_init + patching: same values, one
+    # foreign call less per attention call.
+    return Options(softmax_scale, softcap, window_left, window_right, int(bool(causal)),
+                   int(bool(deterministic)), stream or None)
+
+
+def forward(args: ForwardArgs) -> None:
+    _check(lib().fa_forward(ctypes.byref(args)))
+
+
+def backward(args: BackwardArgs) -> None:
+    _check(lib().fa_backward(ctypes.byref(args)))
+
+
+def forward_workspace_bytes(args: ForwardArgs) -> int:
+    n = ctypes.c_size_t(0)
+    _check(lib().fa_forward_workspace_bytes(ctypes.byref(args), ctypes.byref(n)))
+    return int(n.value)
+
+
+def backward_workspace_bytes(args: BackwardArgs) -> int:
+    n = ctypes.c_size_t(0)
+    _check(lib().fa_backward_workspace_bytes(ctypes.byref(args), ctypes.byref(n)))
+    return int(n.value)
+
+
+def version() -> str:
+    """Version string of the loaded C library ("MAJOR.MINOR.PATCH")."""
+    return lib().fa_version_string().decode()
+
+
+def cuda_available() -> bool:
+    """True if the loaded library carries CUDA kernels and sees a CUDA device."""
+    return bool(lib().fa_cuda_available())

@@ -1,0 +1,125 @@
+"""flashattn on NumPy arrays (CPU).
+
+    out, lse = flashattn.numpy.forward(q, k, v, causal=True)
+    dq, dk, dv = flashattn.numpy.backward(dout, q, k, v, out, lse, causal=True)
+
+Arrays are [batch, seqlen, heads, head_dim] (BSHD), float32 or float16, or
+bfloat16 when ``ml_dtypes`` is importable.  Any strides are passed through as
+they are when the last axis is contiguous and every stride is a non-negative
+multiple of the item size; other arrays are copied to C order first.  ``out``
+has q's dtype, ``lse`` is float32 [batch, heads_q, seqlen_q] (natural log,
+-inf for a row that sees no key).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+from . import _capi
+from ._common import resolve_options
+
+__all__ = ["forward", "backward", "supported_dtypes"]
+
+_DTYPES = {np.dtype(np.float32): _capi.FA_F32, np.dtype(np.float16): _capi.FA_F16}
+try:  # optional bfloat16 through ml_dtypes
+    import ml_dtypes as _ml_dtypes  # type: ignore
+
+    _DTYPES[np.dtype(_ml_dtypes.bfloat16)] = _capi.FA_BF16
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+
+
+def supported_dtypes() -> tuple:
+    return tuple(_DTYPES)
+
+
+def _view(name: str, a: np.ndarray, keep: list) -> Tuple[np.ndarray, _capi.Tensor]:
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+    fa_dtype = _DTYPES.get(a.dtype)
+    if fa_dtype is None:
+        names = ", ".join(str(d) for d in _DTYPES)
+        raise _capi.InvalidArgumentError(f"{name}: dtype {a.dtype} is not supported; expected one of {names}")
+    if a.ndim != 4:
+        raise _capi.InvalidArgumentError(
+            f"{name}: expected 4 dimensions [batch, seqlen, heads, head_dim], got shape {a.shape}")
+    item = a.itemsize
+    if any(s < 0 or s % item for s in a.strides) or (
+        a.shape[-1] > 1 and a.strides[-1] != item
+    ):
+        a = np.ascontiguousarray(a)
+    keep.append(a)
+    strides = [s // item for s in a.strides]
+    if a.shape[-1] == 1:
+        strides[-1] = 1
+    return a, _capi.make_tensor(a.ctypes.data, fa_dtype, _capi.FA_CPU, 0, a.shape, strides)
+
+
+def _out_view(name: str, a: Optional[np.ndarray], shape: tuple, dtype, keep: list):
+    if a is None:
+        a = np.empty(shape, dtype=dtype)
+    elif not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype:
+        raise _capi.InvalidArgumentError(
+            f"{name}: expected a numpy.ndarray of shape {shape} and dtype {np.dtype(dtype)}")
+    elif not a.flags.writeable:
+        raise _capi.InvalidArgumentError(f"{name}: array is read-only")
+    _, t = _view(name, a, keep)
+    if keep[-1] is not a:  # _view copied it: results would land in the copy
+        raise _capi.InvalidArgumentError(f"{name}: the last axis must be contiguous")
+    return a, t
+
+
+def forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False,
+            softmax_scale: Optional[float] = None, window=(-1, -1), softcap: float = 0.0,
+            out: Optional[np.ndarray] = None, lse: Optional[np.ndarray] = None):
+    """Attention forward on CPU.  Returns ``(out, lse)``; ``out``/``lse`` may be
+    given to write into (out: q's shape and dtype, last axis contiguous; lse:
+    float32 [B, Hq, Sq] C-contiguous)."""
+    opts = resolve_options(causal, softmax_scale, window, softcap)
+    keep: list = []
+    q, tq = _view("q", q, keep)
+    k, tk = _view("k", k, keep)
+    v, tv = _view("v", v, keep)
+    B, Sq, Hq, _ = q.shape
+    out, to = _out_view("out", out, q.shape, q.dtype, keep)
+    if lse is None:
+        lse = np.empty((B, Hq, Sq), dtype=np.float32)
+    elif not (isinstance(lse, np.ndarray) and lse.shape == (B, Hq, Sq) and lse.dtype == np.float32
+              and lse.flags.c_contiguous and lse.flags.writeable):
+        raise _capi.InvalidArgumentError(f"lse: expected a writable C-contiguous float32 array of shape {(B, Hq, Sq)}")
+    keep.append(lse)
+    tl = _capi.make_tensor(lse.ctypes.data, _capi.FA_F32, _capi.FA_CPU, 0, lse.shape,
+                           [s // 4 for s in lse.strides])
+    _capi.forward(_capi.ForwardArgs(tq, tk, tv, to, tl, _capi.make_options(**opts)))
+    return out, lse
+
+
+def backward(dout: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray,
+             lse: np.ndarray, *, causal: bool = False, softmax_scale: Optional[float] = None,
+             window=(-1, -1), softcap: float = 0.0, deterministic: bool = False,
+             dq: Optional[np.ndarray] = None, dk: Optional[np.ndarray] = None,
+             dv: Optional[np.ndarray] = None):
+    """Attention backward on CPU: gradients of ``sum(out * dout)`` with respect
+    to q, k, v, given the forward's ``out`` and ``lse``.  The options must be
+    the forward's.  Returns ``(dq, dk, dv)`` with the dtypes of q, k, v."""
+    opts = resolve_options(causal, softmax_scale, window, softcap)
+    keep: list = []
+    q, tq = _view("q", q, keep)
+    k, tk = _view("k", k, keep)
+    v, tv = _view("v", v, keep)
+    out, to = _view("out", out, keep)
+    dout, tdo = _view("dout", dout, keep)
+    if not isinstance(lse, np.ndarray) or lse.dtype != np.float32:
+        raise _capi.InvalidArgumentError("lse: expected the float32 array returned by forward()")
+    lse = np.ascontiguousarray(lse)
+    keep.append(lse)
+    tl = _capi.make_tensor(lse.ctypes.data, _capi.FA_F32, _capi.FA_CPU, 0, lse.shape,
+                           [s // 4 for s in lse.strides])
+    dq, tdq = _out_view("dq", dq, q.shape, q.dtype, keep)
+    dk, tdk = _out_view("dk", dk, k.shape, k.dtype, keep)
+    dv, tdv = _out_view("dv", dv, v.shape, v.dtype, keep)
+    o = _capi.make_options(deterministic=deterministic, **opts)
+    _capi.backward(_capi.BackwardArgs(tq, tk, tv, to, tdo, tl, tdq, tdk, tdv, o))
+    return dq, dk, dv
