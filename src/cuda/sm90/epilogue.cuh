@@ -1,0 +1,65 @@
+// Epilogue, per consumer warpgroup: O = acc / l in the output dtype, staged in
+// this warpgroup's 64 rows of the Q tile (no longer read: all its wgmmas have
+// retired) in the same 128-byte-swizzled layout, then written by TMA stores
+// that drop rows past seqlen_q; LSE (natural log, fp32) straight from
+// registers by one lane per row.
+#pragma once
+
+#include <cstdint>
+
+#include "kernel_args.hpp"
+#include "kernel_traits.cuh"
+#include "mainloop.cuh"
+#include "ptx.cuh"
+#include "softmax.cuh"
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <class T>
+struct Epilogue {
+  static constexpr int kHeadDim = T::kHeadDim, kBlockM = T::kBlockM;
+
+  // wg: consumer warpgroup (0/1); tid: thread index within it.
+  __device__ static void store(const KernelArgs& a, const SmemMap<T>& sm, const WorkTile& tile,
+                               int wg, int tid, const float (&o)[kHeadDim / 2],
+                               const float (&inv)[2], const float (&lse)[2]) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int row0 = wg * 64 + warp * 16 + lane / 4;  // row within the CTA tile; row1 = row0 + 8
+    // The wgmmas read this region through the async proxy; order our
+    // generic-proxy writes after them.
+    fence_proxy_async_smem();
+    const uint32_t base = sm.q() + row0 * 128 + (lane & 3) * 4;
+    const uint32_t sw = static_cast<uint32_t>(row0 & 7);  // same for row0 + 8
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j) {
+      const uint32_t addr = base + (j / 8) * kBlockM * 128 + ((static_cast<uint32_t>(j % 8) ^ sw) << 4);
+      st_shared_u32(addr, ElementTraits<typename T::Element>::pack(o[4 * j] * inv[0],
+                                                                   o[4 * j + 1] * inv[0]));
+      st_shared_u32(addr + 8 * 128, ElementTraits<typename T::Element>::pack(
+                                        o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]));
+    }
+    // Make the st.shared visible to the TMA engine, then let one thread of
+    // this warpgroup issue the stores (named barrier 1 + wg, 128 threads).
+    fence_proxy_async_smem();
+    named_barrier_sync(1 + wg, 128);
+    const int grow = tile.m_block * kBlockM + wg * 64;  // first global row of this warpgroup
+    if (tid == 0 && grow < a.seqlen_q) {
+#pragma unroll
+      for (int at = 0; at < T::kAtoms; ++at) {
+        tma_store_4d(&a.tm_o, sm.q() + at * kBlockM * 128 + wg * 64 * 128, at * 64, grow,
+                     tile.head, tile.batch);
+      }
+      tma_store_commit();
+      tma_store_wait_read();  // shared memory must outlive the reads
+    }
+    if (a.lse != nullptr && (lane & 3) == 0) {
+      float* lrow = a.lse + (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) *
+                                static_cast<int64_t>(a.seqlen_q);
+      const int r0 = tile.m_block * kBlockM + row0;
+      if (r0 < a.seqlen_q) lrow[r0] = lse[0];
+      if (r0 + 8 < a.seqlen_q) lrow[r0 + 8] = lse[1];
+    }
+  }
+};
+
+}  // namespace flashattn::detail::cuda::sm90

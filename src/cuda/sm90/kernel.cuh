@@ -1,0 +1,128 @@
+// Hopper forward kernel: FlashAttention-3 (Shah et al., 2024), §3.1 warp
+// specialisation, first version without the pingpong / intra-warpgroup
+// overlap of §3.2 (each consumer waits for its own wgmmas before the softmax;
+// the two consumer warpgroups still overlap each other's softmax and MMA).
+//
+// Roles (384 threads = 3 warpgroups, one CTA per SM at these shared-memory
+// sizes):
+//   warpgroup 0  producer: setmaxnreg down to 24, one thread issues TMA loads
+//                of Q once and K/V tiles into a kStages-deep ring.
+//   warpgroups 1, 2  consumers: setmaxnreg up to 240; each owns 64 query rows:
+//                S = Q K^T (wgmma, both operands in shared memory), mask,
+//                online softmax, O += P V (wgmma, P from registers), epilogue.
+#pragma once
+
+#include <cstdint>
+
+#include "block_mask.cuh"
+#include "epilogue.cuh"
+#include "kernel_args.hpp"
+#include "kernel_traits.cuh"
+#include "mainloop.cuh"
+#include "ptx.cuh"
+#include "softmax.cuh"
+#include "tile_scheduler.cuh"
+#include "wgmma.cuh"
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <class T>
+__device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const SmemMap<T>& sm,
+                                                   const WorkTile& tile, const BlockMask& mask,
+                                                   const KeyTileRange& range, int r0, int r1,
+                                                   int wg, int tid) {
+  constexpr int kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
+  using ML = Mainloop<T>;
+  using Softmax = OnlineSoftmax<kBlockN, kHeadDim>;
+  const int lane = tid % 32;
+
+  float o[kHeadDim / 2];
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
+  Softmax softmax;
+  softmax.init();
+
+  // This thread's two query rows and their visible key ranges.
+  const int row0 = r0 + wg * 64 + (tid / 32) * 16 + lane / 4;
+  const int lo0 = mask.lo(row0), hi0 = mask.hi(row0);
+  const int lo1 = mask.lo(row0 + 8), hi1 = mask.hi(row0 + 8);
+
+  mbar_wait(sm.q_full(), 0);
+  const uint64_t dq = ML::q_desc(sm, wg);
+
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int n = range.n_end - 1; n >= range.n_begin; --n) {
+    float s[kBlockN / 2];
+    mbar_wait(sm.k_full(stage), phase);
+    wgmma_fence();
+    ML::issue_qk(s, dq, sm.k(stage));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_operand(s);
+    if (lane == 0) mbar_arrive(sm.k_empty(stage));
+
+    const int c0 = n * kBlockN;
+    if (!tile_is_full<kBlockN>(mask, r0, r1, c0)) {
+      Softmax::apply_mask(s, c0, lane, lo0, hi0, lo1, hi1);
+    }
+    softmax.step(s, o, a.scale_log2);
+
+    // The S accumulator's layout is the register-A fragment's: k-step kk
+    // takes columns 16kk..16kk+15 = n8 blocks 2kk, 2kk+1.
+    uint32_t p[kBlockN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      using E = ElementTraits<typename T::Element>;
+      p[kk][0] = E::pack(s[8 * kk + 0], s[8 * kk + 1]);
+      p[kk][1] = E::pack(s[8 * kk + 2], s[8 * kk + 3]);
+      p[kk][2] = E::pack(s[8 * kk + 4], s[8 * kk + 5]);
+      p[kk][3] = E::pack(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+
+    mbar_wait(sm.v_full(stage), phase);
+    wgmma_fence();
+    ML::issue_pv(o, p, sm.v(stage));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_operand(o);
+    fence_operand(p);
+    if (lane == 0) mbar_arrive(sm.v_empty(stage));
+
+    if (++stage == T::kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+
+  float inv[2], lse[2];
+  softmax.finalize(a.scale, inv, lse);
+  Epilogue<T>::store(a, sm, tile, wg, tid, o, inv, lse);
+}
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_constant__ KernelArgs a) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  const SmemMap<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
+  const int wg = static_cast<int>(threadIdx.x) / 128;
+  const int tid = static_cast<int>(threadIdx.x) % 128;
+
+  if (threadIdx.x == 0) Mainloop<T>::init_barriers(sm);
+  __syncthreads();
+
+  const WorkTile tile = SingleTileScheduler::get(a);
+  const BlockMask mask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
+  const int r0 = tile.m_block * T::kBlockM;
+  const int r1 = min(r0 + T::kBlockM, a.seqlen_q);
+  const KeyTileRange range = key_tile_range<T::kBlockN>(mask, r0, r1);
+
+  if (wg == 0) {
+    setmaxnreg_dec<T::kProducerRegs>();
+    if (threadIdx.x == 0) Mainloop<T>::load(a, sm, tile, range);
+  } else {
+    setmaxnreg_inc<T::kConsumerRegs>();
+    consumer_warpgroup<T>(a, sm, tile, mask, range, r0, r1, wg - 1, tid);
+  }
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,30 @@
+// What the host adapter hands the kernel: TMA descriptors (passed by value as
+// a __grid_constant__ parameter, as TMA requires) and the scalars of the
+// problem, already narrowed to 32 bits (can_implement bounds the lengths).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace flashattn::detail::cuda::sm90 {
+
+// Tile shape per head dim, shared by the host (TMA box sizes) and the kernel.
+constexpr int kBlockM = 128;  // query rows per CTA: two consumer warpgroups x 64
+constexpr int block_n_for(int head_dim) { return head_dim <= 128 ? 128 : 80; }
+
+struct KernelArgs {
+  CUtensorMap tm_q;  // box {64, kBlockM}
+  CUtensorMap tm_k;  // box {64, kBlockN}
+  CUtensorMap tm_v;  // box {64, kBlockN}
+  CUtensorMap tm_o;  // box {64, 64}: each consumer warpgroup stores its own rows
+  float* lse;        // [B, Hq, Sq] or nullptr
+  int batch, seqlen_q, seqlen_k, heads_q, group;
+  int window_left, window_right;  // -1 = unbounded (clamped on the host)
+  int num_m_blocks;
+  float scale;       // softmax scale (natural units, for the LSE)
+  float scale_log2;  // scale * log2(e): exp(scale*(s-m)) = exp2(s*scale_log2 - m*scale_log2)
+  int longest_first;  // causal/window: schedule the m blocks with the most keys first
+};
+
+}  // namespace flashattn::detail::cuda::sm90

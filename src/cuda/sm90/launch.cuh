@@ -1,0 +1,32 @@
+// Launch of one instantiation; included only by the inst/ translation units.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernel.cuh"
+#include "launch.hpp"
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <class Element, int kHeadDim>
+Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
+  using T = FwdTraits<Element, kHeadDim>;
+  auto* kernel = &fwd_kernel<T>;
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
+  if (e != cudaSuccess) {
+    return Status::Error(ErrorCode::CudaError,
+                         std::string("sm90 forward: cudaFuncSetAttribute: ") + cudaGetErrorString(e));
+  }
+  kernel<<<SingleTileScheduler::grid(args), T::kThreads, T::kSmemBytes, stream>>>(args);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    return Status::Error(ErrorCode::CudaError,
+                         std::string("sm90 forward: kernel launch: ") + cudaGetErrorString(e));
+  }
+  return Status::Ok();
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,126 @@
+// Mainloop: the producer's TMA loads and the consumers' two GEMMs per key tile.
+//
+// Pipeline: Q is loaded once (q_full). K and V each cycle through kStages
+// shared-memory slots with a full barrier (producer arrive.expect_tx + TMA
+// complete_tx, arrival count 1) and an empty barrier (one arrival per
+// consumer warp once its wgmma reading the slot has retired). Slot s's use u
+// (u = 0, 1, ...) waits on full-phase parity u&1 and, for the producer, on
+// empty-phase parity (u-1)&1 — a fresh barrier treats parity 1 as complete,
+// so the first pass does not block.
+//
+// The key tiles are visited from the last to the first, so the diagonal tiles
+// of a causal mask (the only ones needing a per-element mask) come first.
+#pragma once
+
+#include <cstdint>
+
+#include "block_mask.cuh"
+#include "kernel_args.hpp"
+#include "kernel_traits.cuh"
+#include "ptx.cuh"
+#include "tile_scheduler.cuh"
+#include "wgmma.cuh"
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <class T>
+struct SmemMap {
+  uint32_t base;  // 1024-aligned shared-window address
+  __device__ __forceinline__ uint32_t q() const { return base + T::kQOff; }
+  __device__ __forceinline__ uint32_t k(int s) const { return base + T::kKOff + s * T::kKVBytes; }
+  __device__ __forceinline__ uint32_t v(int s) const { return base + T::kVOff + s * T::kKVBytes; }
+  __device__ __forceinline__ uint32_t bar(int i) const { return base + T::kBarOff + 8 * i; }
+  __device__ __forceinline__ uint32_t q_full() const { return bar(0); }
+  __device__ __forceinline__ uint32_t k_full(int s) const { return bar(1 + s); }
+  __device__ __forceinline__ uint32_t k_empty(int s) const { return bar(1 + T::kStages + s); }
+  __device__ __forceinline__ uint32_t v_full(int s) const { return bar(1 + 2 * T::kStages + s); }
+  __device__ __forceinline__ uint32_t v_empty(int s) const { return bar(1 + 3 * T::kStages + s); }
+};
+
+template <class T>
+struct Mainloop {
+  static constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
+  static constexpr int kAtoms = T::kAtoms, kStages = T::kStages;
+
+  // One thread, before the CTA-wide barrier that publishes them.
+  __device__ static void init_barriers(const SmemMap<T>& sm) {
+    mbar_init(sm.q_full(), 1);
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(sm.k_full(s), 1);
+      mbar_init(sm.v_full(s), 1);
+      mbar_init(sm.k_empty(s), T::kEmptyArrivals);
+      mbar_init(sm.v_empty(s), T::kEmptyArrivals);
+    }
+    fence_barrier_init();
+  }
+
+  // Producer: one elected thread issues every copy. Coordinates are
+  // {head_dim, seq, head, batch}; each 64-wide atom column is one box, landing
+  // rows*128 bytes after the previous one.
+  __device__ static void load(const KernelArgs& a, const SmemMap<T>& sm, const WorkTile& tile,
+                              const KeyTileRange& range) {
+    tma_prefetch_desc(&a.tm_q);
+    tma_prefetch_desc(&a.tm_k);
+    tma_prefetch_desc(&a.tm_v);
+    const int kv_head = tile.head / a.group;
+    mbar_arrive_expect_tx(sm.q_full(), T::kQBytes);
+#pragma unroll
+    for (int at = 0; at < kAtoms; ++at) {
+      tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * 64,
+                  tile.m_block * kBlockM, tile.head, tile.batch);
+    }
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int n = range.n_end - 1; n >= range.n_begin; --n) {
+      mbar_wait(sm.k_empty(stage), phase ^ 1);
+      mbar_arrive_expect_tx(sm.k_full(stage), T::kKVBytes);
+#pragma unroll
+      for (int at = 0; at < kAtoms; ++at) {
+        tma_load_4d(sm.k(stage) + at * kBlockN * 128, &a.tm_k, sm.k_full(stage), at * 64,
+                    n * kBlockN, kv_head, tile.batch);
+      }
+      mbar_wait(sm.v_empty(stage), phase ^ 1);
+      mbar_arrive_expect_tx(sm.v_full(stage), T::kKVBytes);
+#pragma unroll
+      for (int at = 0; at < kAtoms; ++at) {
+        tma_load_4d(sm.v(stage) + at * kBlockN * 128, &a.tm_v, sm.v_full(stage), at * 64,
+                    n * kBlockN, kv_head, tile.batch);
+      }
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+
+  // Descriptor of this warpgroup's 64 rows of Q (A operand, K-major).
+  __device__ static uint64_t q_desc(const SmemMap<T>& sm, int consumer_wg) {
+    return make_desc_sw128(sm.q() + consumer_wg * 64 * 128, 16, 1024);
+  }
+
+  // S = Q K^T for one key tile: kHeadDim/16 wgmmas, issued and not waited.
+  __device__ static void issue_qk(float (&s)[kBlockN / 2], uint64_t dq, uint32_t k_smem) {
+    const uint64_t dk = make_desc_sw128(k_smem, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint32_t qa = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
+      const uint32_t kb = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+      Wgmma<kBlockN, typename T::MmaTag>::ss(s, desc_advance(dq, qa), desc_advance(dk, kb),
+                                              kk > 0 ? 1 : 0);
+    }
+  }
+
+  // O += P V: kBlockN/16 wgmmas, P from registers (one k-step = 4 registers),
+  // V MN-major (LBO = one atom column = kBlockN*128 bytes).
+  __device__ static void issue_pv(float (&o)[kHeadDim / 2], const uint32_t (&p)[kBlockN / 16][4],
+                                  uint32_t v_smem) {
+    const uint64_t dv = make_desc_sw128(v_smem, kBlockN * 128, 1024);
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      Wgmma<kHeadDim, typename T::MmaTag>::rs(o, p[kk], desc_advance(dv, kk * 16 * 128), 1);
+    }
+  }
+};
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,250 @@
+// Host adapter of the Hopper forward: can_implement checks, TMA descriptor
+// encoding (cuTensorMapEncodeTiled, reached through the runtime's driver
+// entry point so nothing links libcuda), dispatch to the per-(dtype, head
+// dim) launchers in inst/.
+#include "sm90_forward.hpp"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "kernel_args.hpp"
+#include "launch.hpp"
+
+namespace flashattn::detail::cuda::sm90 {
+namespace {
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiledFn encode_tiled_fn() {
+  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000,
+                                                     cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<EncodeTiledFn>(ptr);
+  }();
+  return fn;
+}
+
+Status unsupported(const std::string& m) {
+  return Status::Error(ErrorCode::Unsupported, "sm90 forward: " + m);
+}
+Status invalid(const std::string& m) {
+  return Status::Error(ErrorCode::InvalidArgument, m);
+}
+
+// Longest sequence the 32-bit index arithmetic of the kernel (mask bounds,
+// TMA coordinates) handles without overflow.
+constexpr int64_t kMaxSeqlen = int64_t(1) << 28;
+
+struct Operand {
+  const char* name;
+  const void* ptr;
+  int64_t seqlen, heads;
+  Strides str;
+};
+
+// TMA reads/writes 16-byte units: base address and every stride that is ever
+// applied (dimension of size > 1) must be multiples of 16 bytes.
+Status check_alignment(const Operand& t, int64_t batch, int64_t esize) {
+  if (reinterpret_cast<uintptr_t>(t.ptr) % 16 != 0) {
+    return invalid(std::string(t.name) +
+                   ": the sm90 (TMA) kernel needs a 16-byte aligned data pointer");
+  }
+  const struct {
+    const char* dim;
+    int64_t size, stride;
+  } dims[3] = {{"seqlen", t.seqlen, t.str.seq}, {"heads", t.heads, t.str.head},
+               {"batch", batch, t.str.batch}};
+  for (const auto& d : dims) {
+    if (d.size > 1 && (d.stride * esize) % 16 != 0) {
+      return invalid(std::string(t.name) + ": the sm90 (TMA) kernel needs the " + d.dim +
+                     " stride to be a multiple of 16 bytes (" + std::to_string(16 / esize) +
+                     " elements), got " + std::to_string(d.stride) + " elements");
+    }
+  }
+  return Status::Ok();
+}
+
+// 4-d map {head_dim, seqlen, heads, batch}, box {64, box_rows, 1, 1},
+// 128-byte swizzle (the layout the wgmma descriptors describe).
+Status encode(CUtensorMap* map, const Operand& t, int64_t batch, int64_t head_dim, DType dtype,
+              int box_rows) {
+  EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) return unsupported("cuTensorMapEncodeTiled is not available from the driver");
+  const int64_t esize = 2;
+  // A stride of a size-1 dimension is never applied; give TMA a valid one.
+  auto stride_or = [&](int64_t size, int64_t s) {
+    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
+  };
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(t.seqlen),
+                              static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[3] = {stride_or(t.seqlen, t.str.seq), stride_or(t.heads, t.str.head),
+                                 stride_or(batch, t.str.batch)};
+  for (cuuint64_t s : strides) {
+    if (s >= (cuuint64_t(1) << 40)) {
+      return unsupported(std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)");
+    }
+  }
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType dt = dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUresult r = fn(map, dt, 4, const_cast<void*>(t.ptr), dims, strides, box, estr,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return unsupported(std::string(t.name) + ": cuTensorMapEncodeTiled rejected the layout "
+                       "(CUresult " + std::to_string(static_cast<int>(r)) +
+                       "; e.g. a zero stride on a dimension of size > 1)");
+  }
+  return Status::Ok();
+}
+
+Status check_device(int device) {
+  int major = 0, minor = 0;
+  cudaError_t e1 = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaError_t e2 = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (e1 != cudaSuccess || e2 != cudaSuccess) {
+    (void)cudaGetLastError();
+    return unsupported("cannot query CUDA device " + std::to_string(device));
+  }
+  if (major != 9 || minor != 0) {
+    return unsupported("needs a compute capability 9.0 device (sm_90a code), device " +
+                       std::to_string(device) + " is " + std::to_string(major) + "." +
+                       std::to_string(minor));
+  }
+  return Status::Ok();
+}
+
+bool is_empty(const FwdParams& p) {
+  return p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0;
+}
+
+// Every check, then the kernel arguments (tensor maps included).
+Status prepare(const FwdParams& p, KernelArgs* args) {
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) {
+    return unsupported("dtype must be fp16 or bf16");
+  }
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
+    return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: 64, 128, 256)");
+  }
+  if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
+  if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) {
+    return unsupported("softmax scale must be positive and finite");
+  }
+  if (p.seqlen_q > kMaxSeqlen || p.seqlen_k > kMaxSeqlen) {
+    return unsupported("sequence lengths above 2^28");
+  }
+  if (p.batch > 65535 || p.heads_q > 65535) {
+    return unsupported("batch and heads_q must be <= 65535 (grid limits)");
+  }
+  if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) {
+    return invalid("k: heads_q must be a multiple of heads_kv");
+  }
+  if (Status s = check_device(p.device_index); !s.ok()) return s;
+  if (is_empty(p)) return Status::Ok();
+
+  const int64_t esize = 2;
+  const Operand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
+  const Operand o{"out", p.out, p.seqlen_q, p.heads_q, p.o_str};
+  // With no keys there is nothing to load; the K/V maps then describe Q (never used).
+  const bool no_keys = p.seqlen_k == 0;
+  const Operand k = no_keys ? Operand{"k", p.q, p.seqlen_q, p.heads_q, p.q_str}
+                            : Operand{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
+  const Operand v = no_keys ? Operand{"v", p.q, p.seqlen_q, p.heads_q, p.q_str}
+                            : Operand{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
+  for (const Operand* t : {&q, &k, &v, &o}) {
+    if (Status s = check_alignment(*t, p.batch, esize); !s.ok()) return s;
+  }
+  const int block_n = block_n_for(static_cast<int>(p.head_dim));
+  if (Status s = encode(&args->tm_q, q, p.batch, p.head_dim, p.dtype, kBlockM); !s.ok()) return s;
+  if (Status s = encode(&args->tm_k, k, p.batch, p.head_dim, p.dtype, block_n); !s.ok()) return s;
+  if (Status s = encode(&args->tm_v, v, p.batch, p.head_dim, p.dtype, block_n); !s.ok()) return s;
+  if (Status s = encode(&args->tm_o, o, p.batch, p.head_dim, p.dtype, 64); !s.ok()) return s;
+
+  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
+  auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
+  args->lse = p.lse;
+  args->batch = static_cast<int>(p.batch);
+  args->seqlen_q = static_cast<int>(sq);
+  args->seqlen_k = static_cast<int>(sk);
+  args->heads_q = static_cast<int>(p.heads_q);
+  args->group = static_cast<int>(p.heads_q / p.heads_kv);
+  args->window_left = clamp_window(p.window_left);
+  args->window_right = clamp_window(p.window_right);
+  args->num_m_blocks = static_cast<int>((sq + kBlockM - 1) / kBlockM);
+  args->scale = p.scale;
+  args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
+  args->longest_first = args->window_right >= 0 ? 1 : 0;
+  return Status::Ok();
+}
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&prev_) == cudaSuccess && prev_ != device) {
+      if (cudaSetDevice(device) == cudaSuccess) switched_ = true;
+    }
+  }
+  ~DeviceGuard() {
+    if (switched_) (void)cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+  bool switched_ = false;
+};
+
+}  // namespace
+
+Status can_implement(const FwdParams& p) noexcept {
+  try {
+    KernelArgs args{};
+    return prepare(p, &args);
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "sm90 forward: exception in can_implement");
+  }
+}
+
+Status run_forward(const FwdParams& p) noexcept {
+  try {
+    KernelArgs args{};
+    if (Status s = prepare(p, &args); !s.ok()) return s;
+    if (is_empty(p)) return Status::Ok();
+    DeviceGuard guard(p.device_index);
+    cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+    const bool bf16 = p.dtype == DType::BF16;
+    switch (p.head_dim) {
+      case 64:
+        return bf16 ? launch_fwd<__nv_bfloat16, 64>(args, stream) : launch_fwd<__half, 64>(args, stream);
+      case 128:
+        return bf16 ? launch_fwd<__nv_bfloat16, 128>(args, stream)
+                    : launch_fwd<__half, 128>(args, stream);
+      case 256:
+        return bf16 ? launch_fwd<__nv_bfloat16, 256>(args, stream)
+                    : launch_fwd<__half, 256>(args, stream);
+      default:
+        return unsupported("head_dim " + std::to_string(p.head_dim));
+    }
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "sm90 forward: exception in run_forward");
+  }
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,21 @@
+// Hopper (sm_90a) forward: warp-specialised TMA + wgmma FlashAttention
+// (FlashAttention-3's structure). Called by the CUDA dispatch on devices of
+// compute capability 9.0 after src/api's checks have passed.
+#pragma once
+
+#include "common/params.hpp"
+
+namespace flashattn::detail::cuda::sm90 {
+
+// Ok when this kernel can run `p` on p.device_index. Unsupported (dispatch
+// may fall back to the sm80 path) for: device not sm_90, dtype other than
+// fp16/bf16, head_dim not in {64, 128, 256}, softcap, scale <= 0, lengths over
+// 2^30. InvalidArgument naming the tensor when a pointer or stride breaks
+// TMA's 16-byte alignment rule.
+Status can_implement(const FwdParams& p) noexcept;
+
+// Runs the forward on p.stream (asynchronous; no synchronisation). Writes
+// p.out and, when non-null, p.lse.
+Status run_forward(const FwdParams& p) noexcept;
+
+}  // namespace flashattn::detail::cuda::sm90

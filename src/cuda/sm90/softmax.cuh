@@ -1,0 +1,111 @@
+// Online softmax (FlashAttention-2 §3.1 / FlashAttention-3 §3.1) on a wgmma
+// accumulator tile.
+//
+// Register ownership (wgmma m64nN fp32 accumulator, per warpgroup): warp w
+// holds rows 16w..16w+15; lane t holds rows r0 = 16w + t/4 and r1 = r0 + 8;
+// acc[4j + e] is (r0, 8j + 2(t%4) + e) and acc[4j + 2 + e] is (r1, same col)
+// for e in {0,1}. A row is spread over the 4 lanes of a quad, so row
+// reductions are two xor-shuffles (1, 2).
+//
+// Each thread keeps m (running max of the raw scores of its rows, -inf until a
+// visible key appears) and l (its own partial sum; the quad sum happens once,
+// in finalize: every quad lane rescales by the same factor, so partial sums
+// stay consistent). p = exp2(s * scale_log2 - m * scale_log2): one FFMA + EX2.
+// Requires scale > 0 (can_implement), so max of raw s = max of scaled s.
+#pragma once
+
+#include <cmath>
+
+#include "ptx.cuh"
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <int kBlockN, int kHeadDim>
+struct OnlineSoftmax {
+  static constexpr int kS = kBlockN / 2;  // S accumulator floats per thread
+  static constexpr int kO = kHeadDim / 2;  // O accumulator floats per thread
+  float m[2];
+  float l[2];
+
+  __device__ __forceinline__ void init() {
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.f;
+  }
+
+  // Scores outside [lo_r, hi_r) become -inf; c0 = first key of the tile.
+  __device__ __forceinline__ static void apply_mask(float (&s)[kS], int c0, int lane, int lo0,
+                                                    int hi0, int lo1, int hi1) {
+    const int cbase = c0 + 2 * (lane & 3);
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int c = cbase + 8 * j + e;
+        if (c < lo0 || c >= hi0) s[4 * j + e] = -INFINITY;
+        if (c < lo1 || c >= hi1) s[4 * j + 2 + e] = -INFINITY;
+      }
+    }
+  }
+
+  // s (raw scores of one key tile) -> unnormalised probabilities in place;
+  // rescales the output accumulator rows by exp(m_old - m_new).
+  __device__ __forceinline__ void step(float (&s)[kS], float (&o)[kO], float scale_log2) {
+    float mx[2] = {m[0], m[1]};
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    }
+    float neg_ms[2], corr[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      // A row that has seen only masked keys keeps m = -inf; use 0 as its
+      // offset so that exp2(-inf - 0) = 0 instead of NaN.
+      const float ms = mx[r] == -INFINITY ? 0.f : mx[r] * scale_log2;
+      corr[r] = ex2(m[r] * scale_log2 - ms);  // m_old = -inf -> 0
+      neg_ms[r] = -ms;
+      m[r] = mx[r];
+    }
+    float sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        s[4 * j + e] = ex2(fmaf(s[4 * j + e], scale_log2, neg_ms[0]));
+        s[4 * j + 2 + e] = ex2(fmaf(s[4 * j + 2 + e], scale_log2, neg_ms[1]));
+        sum[0] += s[4 * j + e];
+        sum[1] += s[4 * j + 2 + e];
+      }
+    }
+    l[0] = l[0] * corr[0] + sum[0];
+    l[1] = l[1] * corr[1] + sum[1];
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j) {
+      o[4 * j] *= corr[0];
+      o[4 * j + 1] *= corr[0];
+      o[4 * j + 2] *= corr[1];
+      o[4 * j + 3] *= corr[1];
+    }
+  }
+
+  // Row sums over the quad; inv = 1/l (0 for a row with no visible key, which
+  // makes O = 0) and the natural-log LSE (-inf for such a row).
+  __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float t = l[r];
+      t += __shfl_xor_sync(0xffffffffu, t, 1);
+      t += __shfl_xor_sync(0xffffffffu, t, 2);
+      const bool empty = !(t > 0.f);
+      inv[r] = empty ? 0.f : 1.f / t;
+      lse[r] = empty ? -INFINITY : m[r] * scale + logf(t);
+    }
+  }
+};
+
+}  // namespace flashattn::detail::cuda::sm90
