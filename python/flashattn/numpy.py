@@ -46,15 +46,23 @@ def _view(name: str, a: np.ndarray, keep: list) -> Tuple[np.ndarray, _capi.Tenso
         raise _capi.InvalidArgumentError(
             f"{name}: expected 4 dimensions [batch, seqlen, heads, head_dim], got shape {a.shape}")
     item = a.itemsize
-    if any(s < 0 or s % item for s in a.strides) or (
-        a.shape[-1] > 1 and a.strides[-1] != item
-    ):
-        a = np.ascontiguousarray(a)
+    if a.size == 0:  # NumPy gives empty arrays zero strides; nothing is read
+        strides = [int(np.prod(a.shape[i + 1:])) for i in range(4)]
+    else:
+        if any(s < 0 or s % item for s in a.strides) or (
+            a.shape[-1] > 1 and a.strides[-1] != item
+        ):
+            a = np.ascontiguousarray(a)
+        strides = [s // item for s in a.strides]
+        strides[-1] = 1  # a no-op unless head_dim == 1, where the stride is arbitrary
     keep.append(a)
-    strides = [s // item for s in a.strides]
-    if a.shape[-1] == 1:
-        strides[-1] = 1
     return a, _capi.make_tensor(a.ctypes.data, fa_dtype, _capi.FA_CPU, 0, a.shape, strides)
+
+
+def _lse_tensor(lse: np.ndarray) -> _capi.Tensor:
+    b, h, sq = lse.shape
+    return _capi.make_tensor(lse.ctypes.data, _capi.FA_F32, _capi.FA_CPU, 0, lse.shape,
+                             (h * sq, sq, 1))
 
 
 def _out_view(name: str, a: Optional[np.ndarray], shape: tuple, dtype, keep: list):
@@ -90,8 +98,7 @@ def forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False
               and lse.flags.c_contiguous and lse.flags.writeable):
         raise _capi.InvalidArgumentError(f"lse: expected a writable C-contiguous float32 array of shape {(B, Hq, Sq)}")
     keep.append(lse)
-    tl = _capi.make_tensor(lse.ctypes.data, _capi.FA_F32, _capi.FA_CPU, 0, lse.shape,
-                           [s // 4 for s in lse.strides])
+    tl = _lse_tensor(lse)
     _capi.forward(_capi.ForwardArgs(tq, tk, tv, to, tl, _capi.make_options(**opts)))
     return out, lse
 
@@ -111,12 +118,12 @@ def backward(dout: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, out:
     v, tv = _view("v", v, keep)
     out, to = _view("out", out, keep)
     dout, tdo = _view("dout", dout, keep)
-    if not isinstance(lse, np.ndarray) or lse.dtype != np.float32:
-        raise _capi.InvalidArgumentError("lse: expected the float32 array returned by forward()")
+    if not isinstance(lse, np.ndarray) or lse.dtype != np.float32 or lse.ndim != 3:
+        raise _capi.InvalidArgumentError(
+            "lse: expected the float32 [batch, heads_q, seqlen_q] array returned by forward()")
     lse = np.ascontiguousarray(lse)
     keep.append(lse)
-    tl = _capi.make_tensor(lse.ctypes.data, _capi.FA_F32, _capi.FA_CPU, 0, lse.shape,
-                           [s // 4 for s in lse.strides])
+    tl = _lse_tensor(lse)
     dq, tdq = _out_view("dq", dq, q.shape, q.dtype, keep)
     dk, tdk = _out_view("dk", dk, k.shape, k.dtype, keep)
     dv, tdv = _out_view("dv", dv, v.shape, v.dtype, keep)
