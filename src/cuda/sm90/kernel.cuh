@@ -1,7 +1,6 @@
-// Hopper forward kernel: FlashAttention-3 (Shah et al., 2024), §3.1 warp
-// specialisation, first version without the pingpong / intra-warpgroup
-// overlap of §3.2 (each consumer waits for its own wgmmas before the softmax;
-// the two consumer warpgroups still overlap each other's softmax and MMA).
+// Hopper forward kernel: FlashAttention-3 (Shah et al., 2024): §3.1 warp
+// specialisation and §3.2's intra-warpgroup overlap of softmax with the
+// tensor-core work (no pingpong between the consumer warpgroups yet).
 //
 // Roles (384 threads = 3 warpgroups, one CTA per SM at these shared-memory
 // sizes):
@@ -26,6 +25,27 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
+// S accumulator -> register-A fragments of P: k-step kk of P.V takes key
+// columns 16kk..16kk+15 = n8 blocks 2kk, 2kk+1, which the accumulator layout
+// already holds in the order the A fragment wants (rows r0/r1, cols +0/+8).
+template <class T>
+__device__ __forceinline__ void convert_p(const float (&s)[T::kBlockN / 2],
+                                          uint32_t (&p)[T::kBlockN / 16][4]) {
+  using E = ElementTraits<typename T::Element>;
+#pragma unroll
+  for (int kk = 0; kk < T::kBlockN / 16; ++kk) {
+    p[kk][0] = E::pack(s[8 * kk + 0], s[8 * kk + 1]);
+    p[kk][1] = E::pack(s[8 * kk + 2], s[8 * kk + 3]);
+    p[kk][2] = E::pack(s[8 * kk + 4], s[8 * kk + 5]);
+    p[kk][3] = E::pack(s[8 * kk + 6], s[8 * kk + 7]);
+  }
+}
+
+// Consumer warpgroup mainloop with FA3's intra-warpgroup overlap (§3.2): in
+// iteration i the wgmmas S_i = Q K_i^T and O += P_{i-1} V_{i-1} are issued
+// back to back; the softmax of S_i runs while P_{i-1} V_{i-1} is still in
+// the tensor cores, and only the O rescale by exp(m_{i-1} - m_i) waits for it.
+// O then holds sum_{j<i} P_j V_j at the scale of m_i, ready for P_i V_i.
 template <class T>
 __device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const SmemMap<T>& sm,
                                                    const WorkTile& tile, const BlockMask& mask,
@@ -46,14 +66,25 @@ __device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const Sm
   const int row0 = r0 + wg * 64 + (tid / 32) * 16 + lane / 4;
   const int lo0 = mask.lo(row0), hi0 = mask.hi(row0);
   const int lo1 = mask.lo(row0 + 8), hi1 = mask.hi(row0 + 8);
+  auto mask_tile = [&](float (&s)[kBlockN / 2], int n) {
+    const int c0 = n * kBlockN;
+    if (!tile_is_full<kBlockN>(mask, r0, r1, c0)) {
+      Softmax::apply_mask(s, c0, lane, lo0, hi0, lo1, hi1);
+    }
+  };
 
   mbar_wait(sm.q_full(), 0);
   const uint64_t dq = ML::q_desc(sm, wg);
 
-  int stage = 0;
-  uint32_t phase = 0;
-  for (int n = range.n_end - 1; n >= range.n_begin; --n) {
+  const int n_tiles = range.n_end - range.n_begin;
+  if (n_tiles > 0) {
     float s[kBlockN / 2];
+    uint32_t p[kBlockN / 16][4];
+    float corr[2];
+    int stage = 0;
+    uint32_t phase = 0;
+
+    // Prologue: S_0 and P_0 (tiles go from n_end - 1 down to n_begin).
     mbar_wait(sm.k_full(stage), phase);
     wgmma_fence();
     ML::issue_qk(s, dq, sm.k(stage));
@@ -61,26 +92,48 @@ __device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const Sm
     wgmma_wait<0>();
     fence_operand(s);
     if (lane == 0) mbar_arrive(sm.k_empty(stage));
+    mask_tile(s, range.n_end - 1);
+    softmax.step(s, a.scale_log2, corr);  // O is still zero: no rescale
+    convert_p<T>(s, p);
 
-    const int c0 = n * kBlockN;
-    if (!tile_is_full<kBlockN>(mask, r0, r1, c0)) {
-      Softmax::apply_mask(s, c0, lane, lo0, hi0, lo1, hi1);
+    for (int i = 1; i < n_tiles; ++i) {
+      const int prev_stage = stage;
+      const uint32_t prev_phase = phase;
+      if (++stage == T::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+      // Both waits before the fence: control flow between wgmma.fence and a
+      // register-A wgmma makes ptxas inject another fence (C7519). V_{i-1}
+      // was requested before K_i, so waiting for it here costs nothing.
+      mbar_wait(sm.k_full(stage), phase);
+      mbar_wait(sm.v_full(prev_stage), prev_phase);
+      // Pin the rescaled O and the new P before the fence (the compiler
+      // could otherwise sink them past it).
+      fence_operand(o);
+      fence_operand(p);
+      wgmma_fence();
+      ML::issue_qk(s, dq, sm.k(stage));
+      wgmma_commit();
+      ML::issue_pv(o, p, sm.v(prev_stage));
+      wgmma_commit();
+      wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
+      fence_operand(s);
+      if (lane == 0) mbar_arrive(sm.k_empty(stage));
+      mask_tile(s, range.n_end - 1 - i);
+      softmax.step(s, a.scale_log2, corr);
+      wgmma_wait<0>();
+      fence_operand(o);
+      fence_operand(p);
+      if (lane == 0) mbar_arrive(sm.v_empty(prev_stage));
+      Softmax::rescale_o(o, corr);
+      convert_p<T>(s, p);
     }
-    softmax.step(s, o, a.scale_log2);
 
-    // The S accumulator's layout is the register-A fragment's: k-step kk
-    // takes columns 16kk..16kk+15 = n8 blocks 2kk, 2kk+1.
-    uint32_t p[kBlockN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      using E = ElementTraits<typename T::Element>;
-      p[kk][0] = E::pack(s[8 * kk + 0], s[8 * kk + 1]);
-      p[kk][1] = E::pack(s[8 * kk + 2], s[8 * kk + 3]);
-      p[kk][2] = E::pack(s[8 * kk + 4], s[8 * kk + 5]);
-      p[kk][3] = E::pack(s[8 * kk + 6], s[8 * kk + 7]);
-    }
-
+    // Tail: O += P_last V_last.
     mbar_wait(sm.v_full(stage), phase);
+    fence_operand(o);
+    fence_operand(p);
     wgmma_fence();
     ML::issue_pv(o, p, sm.v(stage));
     wgmma_commit();
@@ -88,11 +141,6 @@ __device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const Sm
     fence_operand(o);
     fence_operand(p);
     if (lane == 0) mbar_arrive(sm.v_empty(stage));
-
-    if (++stage == T::kStages) {
-      stage = 0;
-      phase ^= 1;
-    }
   }
 
   float inv[2], lse[2];

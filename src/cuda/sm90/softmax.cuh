@@ -48,8 +48,10 @@ struct OnlineSoftmax {
   }
 
   // s (raw scores of one key tile) -> unnormalised probabilities in place;
-  // rescales the output accumulator rows by exp(m_old - m_new).
-  __device__ __forceinline__ void step(float (&s)[kS], float (&o)[kO], float scale_log2) {
+  // updates m and l and returns, per row, the factor exp(m_old - m_new) by
+  // which the output accumulator must be rescaled (rescale_o). Kept apart so
+  // that the rescale can wait for a P.V wgmma still writing the accumulator.
+  __device__ __forceinline__ void step(float (&s)[kS], float scale_log2, float (&corr)[2]) {
     float mx[2] = {m[0], m[1]};
 #pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j) {
@@ -61,7 +63,7 @@ struct OnlineSoftmax {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
     }
-    float neg_ms[2], corr[2];
+    float neg_ms[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       // A row that has seen only masked keys keeps m = -inf; use 0 as its
@@ -84,6 +86,9 @@ struct OnlineSoftmax {
     }
     l[0] = l[0] * corr[0] + sum[0];
     l[1] = l[1] * corr[1] + sum[1];
+  }
+
+  __device__ __forceinline__ static void rescale_o(float (&o)[kO], const float (&corr)[2]) {
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j) {
       o[4 * j] *= corr[0];
