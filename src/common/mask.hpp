@@ -8,38 +8,45 @@
 
 #include "params.hpp"
 
+// Lets CUDA kernels use the same rule (nvcc needs --expt-relaxed-constexpr for std::max).
+#if defined(__CUDACC__)
+#define FA_HOST_DEVICE __host__ __device__
+#else
+#define FA_HOST_DEVICE
+#endif
+
 namespace flashattn::detail {
 
 struct KeyRange {
   int64_t begin = 0, end = 0;  // half-open; empty when begin >= end
-  bool empty() const { return begin >= end; }
+  FA_HOST_DEVICE bool empty() const { return begin >= end; }
 };
 
 struct WindowMask {
   int64_t offset;  // seqlen_k - seqlen_q: query i sits on key diagonal i + offset
   int64_t left, right, seqlen_k;
 
-  explicit WindowMask(const AttnParams& p)
+  FA_HOST_DEVICE explicit WindowMask(const AttnParams& p)
       : offset(p.seqlen_k - p.seqlen_q), left(p.window_left), right(p.window_right),
         seqlen_k(p.seqlen_k) {}
 
   // Keys visible to query row i.
-  KeyRange keys(int64_t i) const {
+  FA_HOST_DEVICE KeyRange keys(int64_t i) const {
     int64_t lo = left < 0 ? 0 : std::max<int64_t>(0, i + offset - left);
     int64_t hi = right < 0 ? seqlen_k : std::min<int64_t>(seqlen_k, i + offset + right + 1);
     return {lo, hi};
   }
   // Union of keys visible to rows [r0, r1): lets a kernel skip whole tiles.
-  KeyRange keys(int64_t r0, int64_t r1) const {
+  FA_HOST_DEVICE KeyRange keys(int64_t r0, int64_t r1) const {
     KeyRange a = keys(r0), b = keys(r1 - 1);
     return {a.begin, b.end};
   }
-  bool visible(int64_t i, int64_t j) const {
+  FA_HOST_DEVICE bool visible(int64_t i, int64_t j) const {
     KeyRange r = keys(i);
     return j >= r.begin && j < r.end;
   }
   // True when every (row, key) of the tile is visible: no per-element masking.
-  bool tile_full(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+  FA_HOST_DEVICE bool tile_full(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
     KeyRange last = keys(r1 - 1), first = keys(r0);
     return c0 >= last.begin && c1 <= first.end;
   }

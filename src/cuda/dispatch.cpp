@@ -1,0 +1,282 @@
+// CUDA backend entry points (cuda_backend.hpp): argument checks this backend
+// adds to src/api's, the (dtype, head dim) -> instantiation map, workspace
+// management, and the device guard. Plain C++: kernels live in inst/*.cu.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "common/elem.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "sm80/kernel_traits.hpp"
+#include "sm80/launch.hpp"
+
+namespace flashattn::detail::cuda {
+
+cudaError_t probe_kernel_image();  // probe.cu
+
+namespace {
+
+Status unsupported(const std::string& m) { return Status::Error(ErrorCode::Unsupported, "CUDA backend: " + m); }
+Status invalid(const std::string& m) { return Status::Error(ErrorCode::InvalidArgument, "CUDA backend: " + m); }
+
+const char* built_hdims() {
+  return ""
+#ifdef FLASHATTN_CUDA_HDIM_64
+         " 64"
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_96
+         " 96"
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_128
+         " 128"
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_192
+         " 192"
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_256
+         " 256"
+#endif
+      ;
+}
+
+using FwdFn = Status (*)(const FwdParams&);
+using BwdFn = Status (*)(const BwdParams&, void*);
+
+#define FA_HDIM_CASE(D)                                                                  \
+  case D:                                                                                \
+    fwd = bf16 ? &sm80::run_fwd<kBF16, D> : &sm80::run_fwd<kF16, D>;                     \
+    bwd = bf16 ? &sm80::run_bwd<kBF16, D> : &sm80::run_bwd<kF16, D>;                     \
+    fwd_smem = sm80::FwdCfg<D>::smem();                                                  \
+    bwd_smem = sm80::BwdCfg<D>::smem();                                                  \
+    dq_smem = sm80::DqCfg<D>::smem();                                                    \
+    return true;
+
+// The kernels a (dtype, tile head dim) runs on; false when not built.
+struct Kernels {
+  FwdFn fwd = nullptr;
+  BwdFn bwd = nullptr;
+  size_t fwd_smem = 0, bwd_smem = 0, dq_smem = 0;
+  bool find(DType dtype, int tile) {
+    const bool bf16 = dtype == DType::BF16;
+    switch (tile) {
+#ifdef FLASHATTN_CUDA_HDIM_64
+      FA_HDIM_CASE(64)
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_96
+      FA_HDIM_CASE(96)
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_128
+      FA_HDIM_CASE(128)
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_192
+      FA_HDIM_CASE(192)
+#endif
+#ifdef FLASHATTN_CUDA_HDIM_256
+      FA_HDIM_CASE(256)
+#endif
+      default:
+        return false;
+    }
+  }
+};
+#undef FA_HDIM_CASE
+
+// 16-byte vector loads and cp.async need the base pointer and every stride
+// that is actually stepped (dimension of size > 1) to be 16-byte multiples.
+Status check_alignment(const char* name, const void* ptr, const Strides& s, int64_t batch, int64_t seqlen,
+                       int64_t heads) {
+  constexpr int64_t kElems = 16 / 2;  // 16 bytes of fp16/bf16
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+    return invalid(std::string(name) + " must be 16-byte aligned (its data pointer is not)");
+  struct {
+    const char* what;
+    int64_t stride, extent;
+  } dims[] = {{"batch", s.batch, batch}, {"seqlen", s.seq, seqlen}, {"heads", s.head, heads}};
+  for (const auto& d : dims) {
+    if (d.extent > 1 && d.stride % kElems != 0)
+      return invalid(std::string(name) + " " + d.what + " stride " + std::to_string(d.stride) +
+                     " elements: must be a multiple of 8 elements (16 bytes)");
+  }
+  return Status::Ok();
+}
+
+Status check_device(int device, size_t smem_needed, const char* what) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return cuda_error("cudaGetDeviceCount", e);
+  }
+  if (device < 0 || device >= count)
+    return invalid("device_index " + std::to_string(device) + " but " + std::to_string(count) +
+                   " CUDA device(s) are visible");
+  int major = 0, minor = 0, optin = 0;
+  FA_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FA_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major < 8)
+    return unsupported("needs compute capability 8.0 or newer; device " + std::to_string(device) + " is sm_" +
+                       std::to_string(major) + std::to_string(minor));
+  e = probe_kernel_image();
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return unsupported("this build has no kernels for sm_" + std::to_string(major) + std::to_string(minor) +
+                       " (add it to FLASHATTN_CUDA_ARCHS): " + cudaGetErrorString(e));
+  }
+  FA_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (smem_needed > static_cast<size_t>(optin))
+    return unsupported(std::string(what) + " needs " + std::to_string(smem_needed) +
+                       " bytes of shared memory per block; device " + std::to_string(device) + " allows " +
+                       std::to_string(optin));
+  return Status::Ok();
+}
+
+// Checks that need no device; fills `k` with the kernels to run.
+Status check_params(const AttnParams& p, Kernels& k) {
+  if (p.dtype == DType::F32) return unsupported("CUDA backend supports fp16 and bf16 (got fp32)");
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("unknown dtype");
+  if (p.head_dim <= 0 || p.head_dim % 8 != 0 || p.head_dim > 256)
+    return unsupported("head_dim " + std::to_string(p.head_dim) + ": supported are multiples of 8 up to 256");
+  const int tile = sm80::tile_head_dim(p.head_dim);
+  if (!k.find(p.dtype, tile))
+    return unsupported("head_dim " + std::to_string(p.head_dim) + " runs on the head-dim-" + std::to_string(tile) +
+                       " kernels, which this build left out (FLASHATTN_HDIMS; built:" + built_hdims() + ")");
+  if (!(p.scale > 0.f) || !std::isfinite(p.scale))
+    return unsupported("softmax_scale must be positive and finite (got " + std::to_string(p.scale) + ")");
+  if (!(p.softcap >= 0.f) || !std::isfinite(p.softcap))
+    return invalid("softcap must be >= 0 and finite (got " + std::to_string(p.softcap) + ")");
+  if (p.batch > 65535 || p.heads_q > 65535 || p.heads_kv > 65535)
+    return unsupported("batch and heads must be at most 65535");
+  constexpr int64_t kMaxSeq = (int64_t{1} << 31) - 1024;
+  if (p.seqlen_q > kMaxSeq || p.seqlen_k > kMaxSeq) return unsupported("sequence lengths must be below 2^31 - 1024");
+  Status s = check_alignment("q", p.q, p.q_str, p.batch, p.seqlen_q, p.heads_q);
+  if (s.ok()) s = check_alignment("k", p.k, p.k_str, p.batch, p.seqlen_k, p.heads_kv);
+  if (s.ok()) s = check_alignment("v", p.v, p.v_str, p.batch, p.seqlen_k, p.heads_kv);
+  return s;
+}
+
+// Device memory for the call, freed in stream order.
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  Status alloc(size_t bytes, int device, cudaStream_t stream) {
+    if (bytes == 0) return Status::Ok();
+    int pools = 0;
+    FA_CUDA_TRY(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+    async_ = pools != 0;
+    stream_ = stream;
+    if (async_) {
+      FA_CUDA_TRY(cudaMallocAsync(&ptr_, bytes, stream));
+    } else {
+      FA_CUDA_TRY(cudaMalloc(&ptr_, bytes));
+    }
+    return Status::Ok();
+  }
+  Status release() {
+    if (ptr_ == nullptr) return Status::Ok();
+    void* p = ptr_;
+    ptr_ = nullptr;
+    if (async_) {
+      FA_CUDA_TRY(cudaFreeAsync(p, stream_));
+    } else {
+      FA_CUDA_TRY(cudaStreamSynchronize(stream_));
+      FA_CUDA_TRY(cudaFree(p));
+    }
+    return Status::Ok();
+  }
+  ~Workspace() { release(); }
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+  bool async_ = false;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+Status can_implement(const AttnParams& p) noexcept {
+  try {
+    Kernels k;
+    Status s = check_params(p, k);
+    if (!s.ok()) return s;
+    DeviceGuard guard;
+    s = guard.enter(p.device_index);
+    if (!s.ok()) return s;
+    return check_device(p.device_index, k.fwd_smem, "the forward");
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "CUDA backend: unexpected exception in can_implement");
+  }
+}
+
+Status forward(const FwdParams& p) noexcept {
+  try {
+    Kernels k;
+    Status s = check_params(p, k);
+    if (!s.ok()) return s;
+    s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q);
+    if (!s.ok()) return s;
+    DeviceGuard guard;
+    s = guard.enter(p.device_index);
+    if (!s.ok()) return s;
+    s = check_device(p.device_index, k.fwd_smem, "the forward");
+    if (!s.ok()) return s;
+    return k.fwd(p);
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "CUDA backend: unexpected exception in forward");
+  }
+}
+
+Status backward(const BwdParams& p) noexcept {
+  try {
+    Kernels k;
+    Status s = check_params(p, k);
+    if (!s.ok()) return s;
+    s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q);
+    if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, p.seqlen_q, p.heads_q);
+    if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, p.seqlen_q, p.heads_q);
+    if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, p.seqlen_k, p.heads_kv);
+    if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, p.seqlen_k, p.heads_kv);
+    if (!s.ok()) return s;
+    DeviceGuard guard;
+    s = guard.enter(p.device_index);
+    if (!s.ok()) return s;
+    size_t smem = k.bwd_smem;
+    if (p.deterministic && k.dq_smem > smem) smem = k.dq_smem;
+    s = check_device(p.device_index, smem, "the backward");
+    if (!s.ok()) return s;
+    Workspace ws;
+    const size_t bytes = backward_workspace_bytes(p);
+    s = ws.alloc(bytes, p.device_index, static_cast<cudaStream_t>(p.stream));
+    if (!s.ok()) return s;
+    s = k.bwd(p, ws.get());
+    const Status r = ws.release();
+    return s.ok() ? r : s;
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "CUDA backend: unexpected exception in backward");
+  }
+}
+
+size_t forward_workspace_bytes(const FwdParams&) noexcept { return 0; }
+
+size_t backward_workspace_bytes(const BwdParams& p) noexcept {
+  const int tile = sm80::tile_head_dim(p.head_dim);
+  if (tile == 0) return 0;
+  return sm80::bwd_workspace(p, tile).total;
+}
+
+bool device_available() noexcept {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return false;
+  }
+  return count > 0;
+}
+
+}  // namespace flashattn::detail::cuda

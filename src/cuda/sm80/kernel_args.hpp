@@ -1,0 +1,78 @@
+// Plain-data kernel arguments built on the host from the validated params.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/mask.hpp"
+#include "common/params.hpp"
+
+namespace flashattn::detail::cuda::sm80 {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+struct Tensor4 {
+  const void* ptr;
+  int64_t sb, ss, sh;  // batch, seq, head strides in elements
+};
+
+inline Tensor4 make_t4(const void* p, const Strides& s) { return {p, s.batch, s.seq, s.head}; }
+
+struct AttnArgs {
+  Tensor4 q, k, v;
+  int batch, seqlen_q, seqlen_k, heads_q, heads_kv, group, d;
+  float scale;      // softmax scale
+  float softcap;    // 0 = off
+  float cap_scale;  // scale / softcap (the tanh argument per raw score)
+  float mult;       // log2(e) times what the softmax exponentiates per raw score
+  WindowMask mask;
+
+  explicit AttnArgs(const AttnParams& p) : mask(p) {
+    q = make_t4(p.q, p.q_str);
+    k = make_t4(p.k, p.k_str);
+    v = make_t4(p.v, p.v_str);
+    batch = static_cast<int>(p.batch);
+    seqlen_q = static_cast<int>(p.seqlen_q);
+    seqlen_k = static_cast<int>(p.seqlen_k);
+    heads_q = static_cast<int>(p.heads_q);
+    heads_kv = static_cast<int>(p.heads_kv);
+    group = static_cast<int>(p.heads_q / p.heads_kv);
+    d = static_cast<int>(p.head_dim);
+    scale = p.scale;
+    softcap = p.softcap;
+    cap_scale = p.softcap > 0 ? p.scale / p.softcap : 0.f;
+    // Without softcap the exponent is scale*s*log2e, folded into one FMA with
+    // the running max; with softcap the scores are first replaced by
+    // cap*tanh(s*scale/cap), already in natural units.
+    mult = p.softcap > 0 ? kLog2e : p.scale * kLog2e;
+  }
+};
+
+struct FwdArgs : AttnArgs {
+  Tensor4 o;
+  float* lse;  // [B, Hq, Sq] or nullptr
+  explicit FwdArgs(const FwdParams& p) : AttnArgs(p) {
+    o = make_t4(p.out, p.o_str);
+    lse = p.lse;
+  }
+};
+
+struct BwdArgs : AttnArgs {
+  Tensor4 o, dout, dq, dk, dv;
+  const float* lse;  // [B, Hq, Sq]
+  float* dsum;       // workspace: D = rowsum(dO * O), [B, Hq, Sq]
+  float* dq_accum;   // workspace: fp32 dQ (unscaled), [B, Hq, Sq, Dtile]; nullptr when deterministic
+  explicit BwdArgs(const BwdParams& p) : AttnArgs(p) {
+    o = make_t4(p.out, p.o_str);
+    dout = make_t4(p.dout, p.do_str);
+    dq = make_t4(p.dq, p.dq_str);
+    dk = make_t4(p.dk, p.dk_str);
+    dv = make_t4(p.dv, p.dv_str);
+    lse = p.lse;
+    dsum = nullptr;
+    dq_accum = nullptr;
+  }
+};
+
+}  // namespace flashattn::detail::cuda::sm80

@@ -1,0 +1,65 @@
+// Tile shapes of the sm80 kernels per head dim, and their shared-memory
+// footprints. Host-includable (no device code): dispatch uses the sizes in
+// can_implement. Shapes follow FlashAttention-2's tuned A100 choices, sized
+// to fit the A100's 163 KB of shared memory per block (the H100/H200 have 227).
+#pragma once
+
+#include <cstddef>
+
+namespace flashattn::detail::cuda::sm80 {
+
+// Bytes of a ROWS x COLS 16-bit shared tile (see SmemLayout: 16 B of padding
+// per row when the row is not a multiple of 128 bytes).
+constexpr size_t tile_bytes(int rows, int cols) {
+  return static_cast<size_t>(rows) * ((cols / 8) % 8 == 0 ? cols : cols + 8) * 2;
+}
+
+// Forward: BM query rows per block, BN keys per step, NW warps each owning
+// BM/NW full rows (so the online softmax never leaves registers).
+template <int D>
+struct FwdCfg {
+  static constexpr int BM = 128, BN = 64;
+  static constexpr int NW = D <= 128 ? 4 : 8;
+  static constexpr size_t smem() { return tile_bytes(BM, D) + 2 * tile_bytes(BN, D); }
+};
+
+// Backward main kernel: one block per BN keys, looping over BM-row query
+// tiles of every query head in the kv head's group. Three warp tilings:
+//   SdP: S^T = K Q^T and dP^T = V dO^T, a (BN x BM) tile, SDP_K x SDP_Q warps
+//   KV : dV += P^T dO, dK += dS^T Q,    a (BN x D)  tile, KV_K x KV_D warps
+//   DQ : dQ  = dS K,                    a (BM x D)  tile, DQ_Q x DQ_D warps
+// DOUBLE_Q prefetches the next Q/dO tile while the current one is used.
+template <int D>
+struct BwdCfg {
+  static constexpr int BM = 64;
+  static constexpr int BN = D <= 128 ? 128 : 64;
+  static constexpr int NW = 8;
+  static constexpr int SDP_K = D <= 128 ? 4 : 2, SDP_Q = NW / SDP_K;
+  static constexpr int KV_K = D <= 128 ? 4 : 2, KV_D = NW / KV_K;
+  static constexpr int DQ_Q = D <= 128 ? 4 : 2, DQ_D = NW / DQ_Q;
+  static constexpr bool DOUBLE_Q = D <= 192;
+  static constexpr int QBUF = DOUBLE_Q ? 2 : 1;
+  static constexpr size_t smem() {
+    return 2 * tile_bytes(BN, D) + 2 * QBUF * tile_bytes(BM, D) + 2 * tile_bytes(BN, BM) +
+           2 * QBUF * BM * sizeof(float);
+  }
+};
+
+// Deterministic dQ kernel: one block per BM query rows looping over key
+// tiles, each warp owning 16 full rows (like the forward), no atomics.
+template <int D>
+struct DqCfg {
+  static constexpr int BM = 64, BN = 64, NW = 4;
+  static constexpr int KV_STAGES = D <= 192 ? 2 : 1;
+  static constexpr size_t smem() { return 2 * tile_bytes(BM, D) + 2 * KV_STAGES * tile_bytes(BN, D); }
+};
+
+// Head dims with an instantiation, and the one a head dim runs on.
+constexpr int kHeadDims[] = {64, 96, 128, 192, 256};
+constexpr int tile_head_dim(long long d) {
+  for (int h : kHeadDims)
+    if (d <= h) return h;
+  return 0;
+}
+
+}  // namespace flashattn::detail::cuda::sm80
