@@ -81,7 +81,7 @@ def __dir__():
 
 # With torch already imported the ops cost nothing extra to register, and
 # torch.ops.flashattn.* then exist as soon as flashattn is imported.
-if "torch" in sys.modules:
+if sys.modules.get("torch") is not None:
     from ._torch_ops import attention  # noqa: E402,F401
     from .flash_attn_interface import (  # noqa: E402,F401
         flash_attn_func,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 import sys
 import threading
 from typing import Optional, Sequence
@@ -25,7 +26,8 @@ __all__ = [
     "InternalError", "FlashAttnLibraryError",
     "Tensor", "Options", "ForwardArgs", "BackwardArgs",
     "lib", "library_path", "make_tensor", "make_options", "forward", "backward",
-    "forward_workspace_bytes", "backward_workspace_bytes", "version", "cuda_available",
+    "forward_workspace_bytes", "forward_packed", "backward_packed", "options_tuple",
+    "FORWARD_PACK", "BACKWARD_PACK", "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
 ]
 
 # ---- enums (must match flashattn.h) ------------------------------------------
@@ -114,9 +116,21 @@ class BackwardArgs(ctypes.Structure):
 
 
 # The sizes the C compiler gives these structs on LP64 (checked against the
-# header by python/tests/test_capi.py, which compiles a probe when a compiler
-# is around).
+# header by python/tests/test_package.py, which compiles a probe).
 assert ctypes.sizeof(Tensor) == 88 and ctypes.sizeof(Options) == 40
+
+# Hot path: the front ends pack a whole argument block with one struct.pack
+# call (a few hundred ns) instead of filling ctypes structures field by field
+# (tens of microseconds per call).  A tensor is 13 values: data, dtype,
+# device, device_index, ndim, shape[4], stride[4]; options are 7 values in
+# fa_options order.  Same bytes as the ctypes structures above (tested).
+TENSOR_FORMAT = "Q4i4q4q"
+OPTIONS_FORMAT = "ffqqiiQ"
+FORWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 5 + OPTIONS_FORMAT)
+BACKWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT)
+NO_TENSOR = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # e.g. lse not wanted
+assert FORWARD_PACK.size == ctypes.sizeof(ForwardArgs)
+assert BACKWARD_PACK.size == ctypes.sizeof(BackwardArgs)
 
 
 # ---- loading -------------------------------------------------------------------
@@ -124,6 +138,8 @@ _LIB_NAMES = {"linux": "libflashattn.so", "darwin": "libflashattn.dylib", "win32
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
 _lib_path: Optional[str] = None
+_raw_forward = None   # fa_forward / fa_backward taking a packed argument block
+_raw_backward = None
 
 
 def _lib_name() -> str:
@@ -164,6 +180,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fa_version.restype = ctypes.c_int32
     lib.fa_cuda_available.argtypes = []
     lib.fa_cuda_available.restype = ctypes.c_int32
+    global _raw_forward, _raw_backward
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)  # the block is only read
+    _raw_forward = proto(("fa_forward", lib))
+    _raw_backward = proto(("fa_backward", lib))
 
 
 def lib() -> ctypes.CDLL:
@@ -242,6 +262,32 @@ def forward(args: ForwardArgs) -> None:
 
 def backward(args: BackwardArgs) -> None:
     _check(lib().fa_backward(ctypes.byref(args)))
+
+
+def forward_packed(*values) -> None:
+    """fa_forward on FORWARD_PACK.pack(*values): q, k, v, out, lse, options."""
+    if _raw_forward is None:
+        lib()
+    status = _raw_forward(FORWARD_PACK.pack(*values))
+    if status:
+        _check(status)
+
+
+def backward_packed(*values) -> None:
+    """fa_backward on BACKWARD_PACK.pack(*values): q, k, v, out, dout, lse, dq, dk, dv, options."""
+    if _raw_backward is None:
+        lib()
+    status = _raw_backward(BACKWARD_PACK.pack(*values))
+    if status:
+        _check(status)
+
+
+def options_tuple(softmax_scale: float = 0.0, softcap: float = 0.0, window_left: int = -1,
+                  window_right: int = -1, causal: bool = False, deterministic: bool = False,
+                  stream: int = 0) -> tuple:
+    """The 7 packed fa_options values."""
+    return (softmax_scale, softcap, window_left, window_right, 1 if causal else 0,
+            1 if deterministic else 0, stream or 0)
 
 
 def forward_workspace_bytes(args: ForwardArgs) -> int:

@@ -28,39 +28,48 @@ from ._common import resolve_options
 _DTYPES = {torch.float32: _capi.FA_F32, torch.float16: _capi.FA_F16, torch.bfloat16: _capi.FA_BF16}
 
 
-def _view(name: str, t: Tensor):
+def _bad(name: str, t) -> Exception:
     if not isinstance(t, Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+        return TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in _DTYPES:
+        return _capi.InvalidArgumentError(
+            f"{name}: dtype {t.dtype} is not supported; expected torch.float32, torch.float16 or "
+            "torch.bfloat16")
     if t.dim() != 4:
-        raise _capi.InvalidArgumentError(
+        return _capi.InvalidArgumentError(
             f"{name}: expected 4 dimensions [batch, seqlen, heads, head_dim], got shape {tuple(t.shape)}")
-    fa_dtype = _DTYPES.get(t.dtype)
-    if fa_dtype is None:
-        raise _capi.InvalidArgumentError(
-            f"{name}: dtype {t.dtype} is not supported; expected torch.float32, torch.float16 or torch.bfloat16")
+    return _capi.InvalidArgumentError(f"{name}: device {t.device} is not supported; expected cpu or cuda")
+
+
+def _device(t: Tensor):
     dev = t.device
+    if dev.type == "cpu":
+        return _capi.FA_CPU, 0
     if dev.type == "cuda":
-        fa_dev, idx = _capi.FA_CUDA, dev.index if dev.index is not None else torch.cuda.current_device()
-    elif dev.type == "cpu":
-        fa_dev, idx = _capi.FA_CPU, 0
-    else:
-        raise _capi.InvalidArgumentError(f"{name}: device {dev} is not supported; expected cpu or cuda")
-    shape = t.shape
-    strides = list(t.stride())
-    if shape[3] > 1 and strides[3] != 1:
+        return _capi.FA_CUDA, dev.index if dev.index is not None else torch.cuda.current_device()
+    return None, None
+
+
+def _view(name: str, t: Tensor):
+    """(tensor actually used, its 13 packed fa_tensor values)."""
+    code = _DTYPES.get(getattr(t, "dtype", None))
+    if code is None or t.dim() != 4:
+        raise _bad(name, t)
+    fa_dev, idx = _device(t)
+    if fa_dev is None:
+        raise _bad(name, t)
+    b, s, h, d = t.shape
+    st = t.stride()
+    if st[3] != 1 and d > 1:
         t = t.contiguous()
-        strides = list(t.stride())
-    strides[3] = 1
-    return t, _capi.make_tensor(t.data_ptr(), fa_dtype, fa_dev, idx, shape, strides)
+        st = t.stride()
+    return t, (t.data_ptr(), code, fa_dev, idx, 4, b, s, h, d, st[0], st[1], st[2], 1)
 
 
-def _lse_view(t: Tensor):
-    shape = t.shape
-    dev = t.device
-    fa_dev = _capi.FA_CUDA if dev.type == "cuda" else _capi.FA_CPU
-    idx = (dev.index or 0) if dev.type == "cuda" else 0
-    return _capi.make_tensor(t.data_ptr(), _capi.FA_F32, fa_dev, idx, shape,
-                             (shape[1] * shape[2], shape[2], 1))
+def _lse_values(t: Tensor) -> tuple:
+    b, h, sq = t.shape
+    fa_dev, idx = _device(t)
+    return (t.data_ptr(), _capi.FA_F32, fa_dev, idx, 3, b, h, sq, 0, h * sq, sq, 1, 0)
 
 
 def _stream(t: Tensor) -> int:
@@ -82,9 +91,8 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, win
     out = torch.empty((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
     _, to = _view("out", out)
-    opts = _capi.make_options(softmax_scale, softcap, window_left, window_right, causal,
-                              deterministic, _stream(q))
-    _capi.forward(_capi.ForwardArgs(tq, tk, tv, to, _lse_view(lse), opts))
+    _capi.forward_packed(*tq, *tk, *tv, *to, *_lse_values(lse), softmax_scale, softcap,
+                         window_left, window_right, causal, deterministic, _stream(q))
     return out, lse
 
 
@@ -112,9 +120,9 @@ def bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
     _, tdq = _view("dq", dq)
     _, tdk = _view("dk", dk)
     _, tdv = _view("dv", dv)
-    opts = _capi.make_options(softmax_scale, softcap, window_left, window_right, causal,
-                              deterministic, _stream(q))
-    _capi.backward(_capi.BackwardArgs(tq, tk, tv, to, tdo, _lse_view(lse), tdq, tdk, tdv, opts))
+    _capi.backward_packed(*tq, *tk, *tv, *to, *tdo, *_lse_values(lse), *tdq, *tdk, *tdv,
+                          softmax_scale, softcap, window_left, window_right, causal, deterministic,
+                          _stream(q))
     return dq, dk, dv
 
 

@@ -27,6 +27,14 @@ __all__ = [
 ]
 
 
+def _opts(softmax_scale, causal, window_size, softcap, deterministic) -> dict:
+    # flash-attn reads any negative window side as unbounded and softcap <= 0 as off.
+    left, right = (int(w) for w in window_size)
+    return dict(softmax_scale=softmax_scale, causal=causal,
+                window=(max(left, -1), max(right, -1)), softcap=max(float(softcap), 0.0),
+                deterministic=deterministic)
+
+
 def _unsupported(fn: str, dropout_p: float, alibi_slopes, return_attn_probs: bool) -> None:
     if dropout_p:
         raise NotImplementedError(
@@ -51,8 +59,7 @@ def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: Optional[flo
     headdim), nheads % nheads_k == 0.  Returns out (batch, seqlen_q, nheads,
     headdim).  Causal masking is aligned to the bottom-right corner."""
     _unsupported("flash_attn_func", dropout_p, alibi_slopes, return_attn_probs)
-    return attention(q, k, v, causal=causal, softmax_scale=softmax_scale, window=window_size,
-                     softcap=softcap, deterministic=deterministic)
+    return attention(q, k, v, **_opts(softmax_scale, causal, window_size, softcap, deterministic))
 
 
 def flash_attn_qkvpacked_func(qkv, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
@@ -65,8 +72,7 @@ def flash_attn_qkvpacked_func(qkv, dropout_p: float = 0.0, softmax_scale: Option
     if qkv.dim() != 5 or qkv.shape[2] != 3:
         raise ValueError(f"qkv: expected shape (batch, seqlen, 3, nheads, headdim), got {tuple(qkv.shape)}")
     q, k, v = qkv.unbind(2)
-    return attention(q, k, v, causal=causal, softmax_scale=softmax_scale, window=window_size,
-                     softcap=softcap, deterministic=deterministic)
+    return attention(q, k, v, **_opts(softmax_scale, causal, window_size, softcap, deterministic))
 
 
 def flash_attn_kvpacked_func(q, kv, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
@@ -79,8 +85,7 @@ def flash_attn_kvpacked_func(q, kv, dropout_p: float = 0.0, softmax_scale: Optio
     if kv.dim() != 5 or kv.shape[2] != 2:
         raise ValueError(f"kv: expected shape (batch, seqlen_k, 2, nheads_k, headdim), got {tuple(kv.shape)}")
     k, v = kv.unbind(2)
-    return attention(q, k, v, causal=causal, softmax_scale=softmax_scale, window=window_size,
-                     softcap=softcap, deterministic=deterministic)
+    return attention(q, k, v, **_opts(softmax_scale, causal, window_size, softcap, deterministic))
 
 
 _VARLEN = ("variable-length batches (cu_seqlens / max_seqlen) are not implemented in flashattn "

@@ -35,34 +35,38 @@ def supported_dtypes() -> tuple:
     return tuple(_DTYPES)
 
 
-def _view(name: str, a: np.ndarray, keep: list) -> Tuple[np.ndarray, _capi.Tensor]:
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
-    fa_dtype = _DTYPES.get(a.dtype)
-    if fa_dtype is None:
-        names = ", ".join(str(d) for d in _DTYPES)
-        raise _capi.InvalidArgumentError(f"{name}: dtype {a.dtype} is not supported; expected one of {names}")
-    if a.ndim != 4:
+def _view(name: str, a: np.ndarray, keep: list) -> Tuple[np.ndarray, tuple]:
+    """(array actually used, its 13 packed fa_tensor values)."""
+    fa_dtype = _DTYPES.get(getattr(a, "dtype", None))
+    if fa_dtype is None or not isinstance(a, np.ndarray) or a.ndim != 4:
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+        if fa_dtype is None:
+            names = ", ".join(str(d) for d in _DTYPES)
+            raise _capi.InvalidArgumentError(
+                f"{name}: dtype {a.dtype} is not supported; expected one of {names}")
         raise _capi.InvalidArgumentError(
             f"{name}: expected 4 dimensions [batch, seqlen, heads, head_dim], got shape {a.shape}")
     item = a.itemsize
-    if a.size == 0:  # NumPy gives empty arrays zero strides; nothing is read
-        strides = [int(np.prod(a.shape[i + 1:])) for i in range(4)]
+    b, s, h, d = a.shape
+    if a.flags.c_contiguous or a.size == 0:
+        # Empty arrays get zero strides from NumPy; any strides do, nothing is read.
+        st = (s * h * d, h * d, d, 1)
     else:
-        if any(s < 0 or s % item for s in a.strides) or (
-            a.shape[-1] > 1 and a.strides[-1] != item
-        ):
+        st = a.strides
+        if st[0] < 0 or st[1] < 0 or st[2] < 0 or st[0] % item or st[1] % item or st[2] % item \
+                or (d > 1 and st[3] != item):
             a = np.ascontiguousarray(a)
-        strides = [s // item for s in a.strides]
-        strides[-1] = 1  # a no-op unless head_dim == 1, where the stride is arbitrary
+            st = (s * h * d, h * d, d, 1)
+        else:
+            st = (st[0] // item, st[1] // item, st[2] // item, 1)
     keep.append(a)
-    return a, _capi.make_tensor(a.ctypes.data, fa_dtype, _capi.FA_CPU, 0, a.shape, strides)
+    return a, (a.ctypes.data, fa_dtype, _capi.FA_CPU, 0, 4, b, s, h, d) + st
 
 
-def _lse_tensor(lse: np.ndarray) -> _capi.Tensor:
+def _lse_values(lse: np.ndarray) -> tuple:
     b, h, sq = lse.shape
-    return _capi.make_tensor(lse.ctypes.data, _capi.FA_F32, _capi.FA_CPU, 0, lse.shape,
-                             (h * sq, sq, 1))
+    return (lse.ctypes.data, _capi.FA_F32, _capi.FA_CPU, 0, 3, b, h, sq, 0, h * sq, sq, 1, 0)
 
 
 def _out_view(name: str, a: Optional[np.ndarray], shape: tuple, dtype, keep: list):
@@ -98,8 +102,7 @@ def forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False
               and lse.flags.c_contiguous and lse.flags.writeable):
         raise _capi.InvalidArgumentError(f"lse: expected a writable C-contiguous float32 array of shape {(B, Hq, Sq)}")
     keep.append(lse)
-    tl = _lse_tensor(lse)
-    _capi.forward(_capi.ForwardArgs(tq, tk, tv, to, tl, _capi.make_options(**opts)))
+    _capi.forward_packed(*tq, *tk, *tv, *to, *_lse_values(lse), *_capi.options_tuple(**opts))
     return out, lse
 
 
@@ -123,10 +126,9 @@ def backward(dout: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, out:
             "lse: expected the float32 [batch, heads_q, seqlen_q] array returned by forward()")
     lse = np.ascontiguousarray(lse)
     keep.append(lse)
-    tl = _lse_tensor(lse)
     dq, tdq = _out_view("dq", dq, q.shape, q.dtype, keep)
     dk, tdk = _out_view("dk", dk, k.shape, k.dtype, keep)
     dv, tdv = _out_view("dv", dv, v.shape, v.dtype, keep)
-    o = _capi.make_options(deterministic=deterministic, **opts)
-    _capi.backward(_capi.BackwardArgs(tq, tk, tv, to, tdo, tl, tdq, tdk, tdv, o))
+    _capi.backward_packed(*tq, *tk, *tv, *to, *tdo, *_lse_values(lse), *tdq, *tdk, *tdv,
+                          *_capi.options_tuple(deterministic=deterministic, **opts))
     return dq, dk, dv
