@@ -1,0 +1,155 @@
+#include "support/naive.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "support/half.hpp"
+
+namespace fa_test {
+namespace {
+
+struct Dims {
+  int64_t B, Sq, Sk, H, Hkv, D, group;
+  float scale, cap;
+  explicit Dims(const Problem& p)
+      : B(p.batch), Sq(p.seqlen_q), Sk(p.seqlen_k), H(p.heads_q), Hkv(p.heads_kv),
+        D(p.head_dim), group(p.heads_kv ? p.heads_q / p.heads_kv : 1),
+        scale(static_cast<float>(p.scale == 0 ? 1.0 / std::sqrt(double(p.head_dim)) : p.scale)),
+        cap(static_cast<float>(p.softcap)) {}
+  int64_t qi(int64_t b, int64_t s, int64_t h) const { return ((b * Sq + s) * H + h) * D; }
+  int64_t ki(int64_t b, int64_t s, int64_t h) const { return ((b * Sk + s) * Hkv + h) * D; }
+};
+
+// Visibility, from the definition: i + off - left <= j <= i + off + right.
+bool sees(const Problem& p, int64_t i, int64_t j) {
+  const int64_t diag = i + p.seqlen_k - p.seqlen_q;
+  const int64_t right = p.causal ? 0 : p.window_right;
+  return (p.window_left < 0 || j >= diag - p.window_left) && (right < 0 || j <= diag + right);
+}
+
+// Scores of one row after scale and softcap, fp32; also tanh for the backward.
+void row_scores(const Problem& p, const Dims& d, const std::vector<float>& q,
+                const std::vector<float>& k, int64_t b, int64_t h, int64_t i, float* s, float* t) {
+  const int64_t hk = h / d.group;
+  const float* qi = &q[d.qi(b, i, h)];
+  for (int64_t j = 0; j < d.Sk; ++j) {
+    const float* kj = &k[d.ki(b, j, hk)];
+    float acc = 0.f;
+    for (int64_t e = 0; e < d.D; ++e) acc += qi[e] * kj[e];
+    float x = acc * d.scale;
+    if (d.cap > 0) {
+      t[j] = std::tanh(x / d.cap);
+      x = d.cap * t[j];
+    }
+    s[j] = sees(p, i, j) ? x : -std::numeric_limits<float>::infinity();
+  }
+}
+
+std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+void naive_forward(const Problem& p, flashattn::DType dt, const std::vector<double>& qd,
+                   const std::vector<double>& kd, const std::vector<double>& vd,
+                   std::vector<double>* out, std::vector<double>* lse) {
+  const Dims d(p);
+  const std::vector<float> q = to_float(qd), k = to_float(kd), v = to_float(vd);
+  out->assign(static_cast<size_t>(d.B * d.Sq * d.H * d.D), 0.0);
+  lse->assign(static_cast<size_t>(d.B * d.H * d.Sq), 0.0);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int64_t b = 0; b < d.B; ++b) {
+    for (int64_t h = 0; h < d.H; ++h) {
+      std::vector<float> s(d.Sk), t(d.Sk), pr(d.Sk), o(d.D);
+      const int64_t hk = h / d.group;
+      for (int64_t i = 0; i < d.Sq; ++i) {
+        row_scores(p, d, q, k, b, h, i, s.data(), t.data());
+        float m = -std::numeric_limits<float>::infinity();
+        for (float x : s) m = std::max(m, x);
+        double* oi = &(*out)[d.qi(b, i, h)];
+        if (m == -std::numeric_limits<float>::infinity()) {
+          (*lse)[(b * d.H + h) * d.Sq + i] = -std::numeric_limits<double>::infinity();
+          continue;  // out stays 0
+        }
+        float l = 0.f;
+        for (int64_t j = 0; j < d.Sk; ++j) {
+          pr[j] = std::exp(s[j] - m);
+          l += pr[j];
+        }
+        for (int64_t j = 0; j < d.Sk; ++j) pr[j] = round_to(dt, pr[j] / l);
+        std::fill(o.begin(), o.end(), 0.f);
+        for (int64_t j = 0; j < d.Sk; ++j) {
+          if (pr[j] == 0.f) continue;
+          const float* vj = &v[d.ki(b, j, hk)];
+          for (int64_t e = 0; e < d.D; ++e) o[e] += pr[j] * vj[e];
+        }
+        for (int64_t e = 0; e < d.D; ++e) oi[e] = round_to(dt, o[e]);
+        (*lse)[(b * d.H + h) * d.Sq + i] = m + std::log(l);
+      }
+    }
+  }
+}
+
+void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<double>& qd,
+                    const std::vector<double>& kd, const std::vector<double>& vd,
+                    const std::vector<double>& doutd, std::vector<double>* dq,
+                    std::vector<double>* dk, std::vector<double>* dv) {
+  const Dims d(p);
+  std::vector<double> outd, lsed;
+  naive_forward(p, dt, qd, kd, vd, &outd, &lsed);
+  const std::vector<float> q = to_float(qd), k = to_float(kd), v = to_float(vd),
+                           dO = to_float(doutd), O = to_float(outd);
+  dq->assign(qd.size(), 0.0);
+  dk->assign(kd.size(), 0.0);
+  dv->assign(vd.size(), 0.0);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int64_t b = 0; b < d.B; ++b) {
+    for (int64_t hk = 0; hk < d.Hkv; ++hk) {
+      std::vector<float> s(d.Sk), t(d.Sk), dqa(d.D);
+      std::vector<float> dka(static_cast<size_t>(d.Sk * d.D), 0.f), dva(dka.size(), 0.f);
+      for (int64_t h = hk * d.group; h < (hk + 1) * d.group; ++h) {
+        for (int64_t i = 0; i < d.Sq; ++i) {
+          const float lse = static_cast<float>(lsed[(b * d.H + h) * d.Sq + i]);
+          const float* qi = &q[d.qi(b, i, h)];
+          const float* doi = &dO[d.qi(b, i, h)];
+          const float* oi = &O[d.qi(b, i, h)];
+          std::fill(dqa.begin(), dqa.end(), 0.f);
+          if (lse != -std::numeric_limits<float>::infinity()) {
+            row_scores(p, d, q, k, b, h, i, s.data(), t.data());
+            float Di = 0.f;
+            for (int64_t e = 0; e < d.D; ++e) Di += doi[e] * oi[e];
+            for (int64_t j = 0; j < d.Sk; ++j) {
+              const float pf = std::exp(s[j] - lse);  // 0 for masked keys
+              if (pf == 0.f) continue;
+              const float* vj = &v[d.ki(b, j, hk)];
+              const float* kj = &k[d.ki(b, j, hk)];
+              float dp = 0.f;
+              for (int64_t e = 0; e < d.D; ++e) dp += doi[e] * vj[e];
+              float ds = pf * (dp - Di);
+              if (d.cap > 0) ds *= 1.f - t[j] * t[j];
+              ds = round_to(dt, ds);
+              const float pr = round_to(dt, pf);
+              for (int64_t e = 0; e < d.D; ++e) {
+                dqa[e] += ds * kj[e];
+                dka[j * d.D + e] += ds * qi[e];
+                dva[j * d.D + e] += pr * doi[e];
+              }
+            }
+          }
+          double* dqi = &(*dq)[d.qi(b, i, h)];
+          for (int64_t e = 0; e < d.D; ++e) dqi[e] = round_to(dt, dqa[e] * d.scale);
+        }
+      }
+      for (int64_t j = 0; j < d.Sk; ++j) {
+        double* dkj = &(*dk)[d.ki(b, j, hk)];
+        double* dvj = &(*dv)[d.ki(b, j, hk)];
+        for (int64_t e = 0; e < d.D; ++e) {
+          dkj[e] = round_to(dt, dka[j * d.D + e] * d.scale);
+          dvj[e] = round_to(dt, dva[j * d.D + e]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace fa_test

@@ -1,0 +1,29 @@
+// naive_same_dtype: the plain unfused algorithm in the input dtype, the
+// yardstick of DESIGN.md's correctness rule. fp32 accumulation; the score
+// matrix S in fp32; P (forward) and P, dS (backward) rounded to the dtype
+// before the GEMMs that consume them; outputs rounded to the dtype. For F32
+// every rounding is the identity, giving a plain fp32 implementation.
+// Separate from both the kernels and the fp64 reference (its own mask code).
+#pragma once
+
+#include <vector>
+
+#include "flashattn/flashattn.hpp"
+#include "reference/reference.hpp"
+
+namespace fa_test {
+
+using flashattn::reference::Problem;
+
+// Inputs: dense row-major values (already representable in dt).
+void naive_forward(const Problem& pb, flashattn::DType dt, const std::vector<double>& q,
+                   const std::vector<double>& k, const std::vector<double>& v,
+                   std::vector<double>* out, std::vector<double>* lse);
+
+// Runs its own forward for O and the LSE, then the backward.
+void naive_backward(const Problem& pb, flashattn::DType dt, const std::vector<double>& q,
+                    const std::vector<double>& k, const std::vector<double>& v,
+                    const std::vector<double>& dout, std::vector<double>* dq,
+                    std::vector<double>* dk, std::vector<double>* dv);
+
+}  // namespace fa_test

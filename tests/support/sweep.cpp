@@ -1,0 +1,197 @@
+#include "support/sweep.hpp"
+
+#include <set>
+
+namespace fa_test {
+namespace {
+
+const DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
+const Layout kLayouts[] = {Layout::BSHD, Layout::BHSD, Layout::Padded, Layout::Packed};
+
+void set_gqa(Case& c, int ratio) {
+  // ratio 1: 2 heads (MHA); 2: 4 q heads on 2 kv heads; 8: 8 on 1 (MQA).
+  c.heads_kv = ratio == 8 ? 1 : 2;
+  c.heads_q = c.heads_kv * ratio;
+}
+
+std::vector<Case> dedupe(std::vector<Case> in) {
+  std::set<std::string> seen;
+  std::vector<Case> out;
+  for (Case& c : in)
+    if (seen.insert(c.name()).second) out.push_back(c);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Case> small_cases() {
+  std::vector<Case> v;
+  const int64_t lens[] = {1, 17, 113};
+  size_t idx = 0;
+  for (DType dt : kDtypes)
+    for (int64_t d : {8, 64, 72, 128, 256})
+      for (int64_t sq : lens)
+        for (int64_t sk : lens)
+          for (bool causal : {false, true})
+            for (int ratio : {1, 2, 8}) {
+              Case c;
+              c.dtype = dt;
+              c.head_dim = d;
+              c.seqlen_q = sq;
+              c.seqlen_k = sk;
+              c.causal = causal;
+              set_gqa(c, ratio);
+              c.layout = kLayouts[idx % 4];
+              c.batch = idx % 3 == 0 ? 2 : 1;
+              ++idx;
+              v.push_back(c);
+            }
+  return dedupe(v);
+}
+
+std::vector<Case> large_cases(bool backward) {
+  std::vector<Case> v;
+  size_t idx = 0;
+  auto add = [&](DType dt, int64_t d, int64_t sq, int64_t sk, bool causal, int ratio) {
+    Case c;
+    c.dtype = dt;
+    c.head_dim = d;
+    c.seqlen_q = sq;
+    c.seqlen_k = sk;
+    c.causal = causal;
+    set_gqa(c, ratio);
+    c.layout = kLayouts[idx++ % 4];
+    v.push_back(c);
+  };
+  // 267: Sq != Sk both ways, every dtype, most head dims.
+  for (DType dt : kDtypes)
+    for (int64_t d : {8, 72, 128, 256})
+      for (auto [sq, sk] : {std::pair<int64_t, int64_t>{267, 267}, {267, 17}, {17, 267}, {1, 267}})
+        for (bool causal : {false, true}) add(dt, d, sq, sk, causal, idx % 3 == 0 ? 8 : 2);
+  // 1030: batch 1, few heads, a few head dims (the fp64 reference is the cost).
+  for (DType dt : kDtypes)
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        add(dt, d, 1030, 1030, causal, 1);
+        add(dt, d, 267, 1030, causal, 2);
+        if (!backward) add(dt, d, 1030, 113, causal, 1);  // Sq > Sk causal: empty rows
+        add(dt, d, 1, 1030, causal, 8);                   // decode
+      }
+  for (DType dt : kDtypes) {
+    add(dt, 256, 1030, 1030, true, 1);
+    if (!backward) add(dt, 256, 1030, 267, false, 2);
+  }
+  if (backward) {
+    for (DType dt : kDtypes) add(dt, 64, 1030, 113, true, 1);
+  }
+  // Batch > 1 at a medium size.
+  for (DType dt : kDtypes) {
+    Case c;
+    c.dtype = dt;
+    c.batch = 3;
+    c.seqlen_q = 113;
+    c.seqlen_k = 267;
+    c.heads_q = 4;
+    c.heads_kv = 2;
+    c.head_dim = 64;
+    c.causal = true;
+    c.layout = Layout::Padded;
+    v.push_back(c);
+  }
+  return dedupe(v);
+}
+
+std::vector<Case> feature_cases() {
+  std::vector<Case> v;
+  for (DType dt : kDtypes) {
+    // Sliding windows, with and without causal, Sq != Sk both ways.
+    struct W {
+      int64_t l, r;
+    };
+    for (W w : {W{0, 0}, W{16, 0}, W{32, 8}, W{-1, 5}, W{7, -1}, W{100, 100}})
+      for (auto [sq, sk] : {std::pair<int64_t, int64_t>{113, 113}, {113, 267}, {267, 113}})
+        for (bool causal : {false, true}) {
+          if (causal && w.r > 0 && w.l == -1) continue;  // same as causal alone
+          Case c;
+          c.dtype = dt;
+          c.seqlen_q = sq;
+          c.seqlen_k = sk;
+          c.heads_q = 4;
+          c.heads_kv = 2;
+          c.head_dim = 64;
+          c.window_left = w.l;
+          c.window_right = w.r;
+          c.causal = causal;
+          v.push_back(c);
+        }
+    // Softcap (small caps bend many scores), with a custom scale, GQA, causal.
+    for (float cap : {1.0f, 5.0f, 30.0f})
+      for (bool causal : {false, true})
+        for (int64_t d : {64, 128}) {
+          Case c;
+          c.dtype = dt;
+          c.seqlen_q = 113;
+          c.seqlen_k = 267;
+          c.heads_q = 8;
+          c.heads_kv = 1;
+          c.head_dim = d;
+          c.softcap = cap;
+          c.causal = causal;
+          c.scale = cap == 5.0f ? 0.3f : 0.0f;
+          v.push_back(c);
+        }
+    // Softcap together with a sliding window.
+    {
+      Case c;
+      c.dtype = dt;
+      c.seqlen_q = c.seqlen_k = 267;
+      c.heads_q = c.heads_kv = 2;
+      c.head_dim = 128;
+      c.softcap = 2.0f;
+      c.window_left = 20;
+      c.window_right = 3;
+      v.push_back(c);
+    }
+    // Explicit scale (large, so the softmax is peaked), no LSE output.
+    for (float scale : {0.05f, 1.0f}) {
+      Case c;
+      c.dtype = dt;
+      c.seqlen_q = 17;
+      c.seqlen_k = 113;
+      c.heads_q = c.heads_kv = 2;
+      c.head_dim = 72;
+      c.scale = scale;
+      v.push_back(c);
+    }
+    {
+      Case c;
+      c.dtype = dt;
+      c.seqlen_q = 113;
+      c.seqlen_k = 113;
+      c.heads_q = 4;
+      c.heads_kv = 4;
+      c.head_dim = 64;
+      c.causal = true;
+      c.with_lse = false;
+      v.push_back(c);
+    }
+    // Each layout explicitly, MHA and GQA, square and not.
+    for (Layout l : kLayouts)
+      for (int ratio : {1, 8})
+        for (auto [sq, sk] : {std::pair<int64_t, int64_t>{267, 267}, {113, 267}}) {
+          Case c;
+          c.dtype = dt;
+          c.seqlen_q = sq;
+          c.seqlen_k = sk;
+          set_gqa(c, ratio);
+          c.head_dim = 128;
+          c.batch = 2;
+          c.causal = sq == sk;
+          c.layout = l;
+          v.push_back(c);
+        }
+  }
+  return dedupe(v);
+}
+
+}  // namespace fa_test

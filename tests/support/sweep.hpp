@@ -1,0 +1,23 @@
+// The problem sweeps shared by the forward and backward tests (CPU and GPU).
+//
+// Small sizes get the full cross-product of the main axes; large sizes a
+// representative subset, so the CPU suite stays within minutes on a 2-core
+// CI machine (the fp64 reference is O(N^2 d) per head and runs serially-ish).
+// Axes not in a product (layout, batch) rotate with the case index, so every
+// value meets many others without multiplying the count.
+#pragma once
+
+#include <vector>
+
+#include "support/harness.hpp"
+
+namespace fa_test {
+
+// dtype x head_dim {8,64,72,128,256} x (Sq, Sk) in {1,17,113}^2 x causal x GQA {1,2,8}.
+std::vector<Case> small_cases();
+// Lengths 267 and 1030 (Sq != Sk both ways, decode-like Sq = 1), a few head dims.
+std::vector<Case> large_cases(bool backward);
+// Sliding window, softcap, explicit scale, no LSE, each layout explicitly.
+std::vector<Case> feature_cases();
+
+}  // namespace fa_test
