@@ -33,14 +33,14 @@ inline FwdLayout fwd_layout(int64_t d) {
   FwdLayout L;
   L.dpad = round_up(d, VW);
   Carver c;
-  L.qt = c.take(d * BR);        // (scale Q)^T: d x BR
-  L.k = c.take(BC * d);         // K tile: BC x d
-  L.v = c.take(BC * L.dpad);    // V tile: BC x dpad, zero padded
-  L.s = c.take(BC * BR);        // S^T then P^T: BC x BR
-  L.o = c.take(BR * L.dpad);    // unnormalised O: BR x dpad
-  L.m = c.take(BR);
-  L.l = c.take(BR);
-  L.al = c.take(BR);            // exp(m_old - m_new) of the current tile
+  L.qt = c.take(d * FBR);        // (scale Q)^T: d x FBR
+  L.k = c.take(FBC * d);         // K tile: FBC x d
+  L.v = c.take(FBC * L.dpad);    // V tile: FBC x dpad, zero padded
+  L.s = c.take(FBC * FBR);        // S^T then P^T: FBC x FBR
+  L.o = c.take(FBR * L.dpad);    // unnormalised O: FBR x dpad
+  L.m = c.take(FBR);
+  L.l = c.take(FBR);
+  L.al = c.take(FBR);            // exp(m_old - m_new) of the current tile
   L.tmp = c.take(L.dpad);
   L.per_thread = c.floats;
   return L;
@@ -67,7 +67,7 @@ template <class T>
 void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, float* ws,
               int64_t b, int64_t h, int64_t qtile) {
   const int64_t d = p.head_dim, dp = L.dpad;
-  const int64_t r0 = qtile * BR, nq = std::min(BR, p.seqlen_q - r0), ncol = round_up(nq, VW);
+  const int64_t r0 = qtile * FBR, nq = std::min(FBR, p.seqlen_q - r0), ncol = round_up(nq, VW);
   const int64_t hk = h / p.group();
   const bool capped = p.softcap > 0.0f;
   const float cap = p.softcap;
@@ -82,30 +82,35 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
 
   for (int64_t i = 0; i < nq; ++i) {
     load_row(Q.row(r0 + i), tmp, d, qscale);
-    for (int64_t k = 0; k < d; ++k) qt[k * BR + i] = tmp[k];
+    for (int64_t k = 0; k < d; ++k) qt[k * FBR + i] = tmp[k];
   }
   for (int64_t k = 0; k < d; ++k)
-    for (int64_t i = nq; i < ncol; ++i) qt[k * BR + i] = 0.0f;
-  for (int64_t i = 0; i < BR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
+    for (int64_t i = nq; i < ncol; ++i) qt[k * FBR + i] = 0.0f;
+  for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
   std::memset(o, 0, sizeof(float) * size_t(nq * dp));
 
   KeyRange kr = mask.keys(r0, r0 + nq);
-  for (int64_t c0 = kr.empty() ? kr.end : kr.begin / BC * BC; c0 < kr.end; c0 += BC) {
-    const int64_t nk = std::min(BC, p.seqlen_k - c0);
+  for (int64_t c0 = kr.empty() ? kr.end : kr.begin / FBC * FBC; c0 < kr.end; c0 += FBC) {
+    const int64_t nk = std::min(FBC, p.seqlen_k - c0);
     for (int64_t j = 0; j < nk; ++j) {
       load_row(K.row(c0 + j), kb + j * d, d, 1.0f);
       load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
       for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
     }
-    gemm<false>(nk, ncol, d, kb, d, 1, qt, BR, s, BR);
-    if (!mask.tile_full(r0, r0 + nq, c0, c0 + nk)) mask_tile(s, BR, 1, mask, r0, nq, c0, nk);
+    if (c0 + FBC < kr.end) {
+      const int64_t n1 = std::min(kr.end, c0 + 2 * FBC);
+      prefetch_rows(K, c0 + FBC, n1, d);
+      prefetch_rows(V, c0 + FBC, n1, d);
+    }
+    gemm<false>(nk, ncol, d, kb, d, 1, qt, FBR, s, FBR);
+    if (!mask.tile_full(r0, r0 + nq, c0, c0 + nk)) mask_tile(s, FBR, 1, mask, r0, nq, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
     for (int64_t c = 0; c < ncol; c += VW) {
       vf mx = vsplat(kNegInf);
       for (int64_t j = 0; j < nk; ++j) {
-        vf x = vload(s + j * BR + c);
-        if (capped) { x = vsoftcap(x, cap); vstore(s + j * BR + c, x); }
+        vf x = vload(s + j * FBR + c);
+        if (capped) { x = vsoftcap(x, cap); vstore(s + j * FBR + c, x); }
         mx = vmax(mx, x);
       }
       vf mold = vload(m + c), mnew = vmax(mold, mx);
@@ -115,8 +120,8 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
       vf alpha = vexp(mold - mu);
       vf sum = vsplat(0.0f);
       for (int64_t j = 0; j < nk; ++j) {
-        vf pj = vexp(vload(s + j * BR + c) - mu);
-        vstore(s + j * BR + c, pj);
+        vf pj = vexp(vload(s + j * FBR + c) - mu);
+        vstore(s + j * FBR + c, pj);
         sum += pj;
       }
       vstore(l + c, alpha * vload(l + c) + sum);
@@ -124,7 +129,7 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
       vstore(al + c, alpha);
     }
     // O = diag(alpha) O + P V, with P read as (P^T)^T.
-    gemm<true, true>(nq, dp, nk, s, 1, BR, vb, dp, o, dp, al);
+    gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, dp, o, dp, al);
   }
 
   auto O = rows_of<T>(p.out, p.o_str, b, h);
@@ -142,7 +147,7 @@ template <class T>
 void forward_t(const FwdParams& p, float* ws, int nthreads) {
   const WindowMask mask(p);
   const FwdLayout L = fwd_layout(p.head_dim);
-  const int64_t tq = (p.seqlen_q + BR - 1) / BR;
+  const int64_t tq = (p.seqlen_q + FBR - 1) / FBR;
   const int64_t ntasks = p.batch * p.heads_q * tq;
 #pragma omp parallel num_threads(nthreads)
   {
@@ -158,7 +163,7 @@ void forward_t(const FwdParams& p, float* ws, int nthreads) {
 }
 
 inline int64_t forward_tasks(const FwdParams& p) {
-  return p.batch * p.heads_q * ((p.seqlen_q + BR - 1) / BR);
+  return p.batch * p.heads_q * ((p.seqlen_q + FBR - 1) / FBR);
 }
 
 inline void forward(const FwdParams& p, float* ws, int nthreads) {

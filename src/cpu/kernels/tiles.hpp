@@ -14,12 +14,24 @@
 #ifndef FA_BC
 #define FA_BC 64
 #endif
+#ifndef FA_FWD_BR
+#define FA_FWD_BR 128
+#endif
+#ifndef FA_FWD_BC
+#define FA_FWD_BC 64
+#endif
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
-constexpr int64_t BR = FA_BR;  // query rows per tile
-constexpr int64_t BC = FA_BC;  // key rows per tile
-static_assert(BR % VW == 0 && BC % VW == 0, "tiles must be whole vectors wide");
+constexpr int64_t BR = FA_BR;  // query rows per tile (backward)
+constexpr int64_t BC = FA_BC;  // key rows per tile (backward)
+// Forward: taller query tiles halve how often each K/V tile is fetched and
+// converted per flop; the per-thread working set (~230 KiB at d = 128) still
+// sits in L2.
+constexpr int64_t FBR = FA_FWD_BR;
+constexpr int64_t FBC = FA_FWD_BC;
+static_assert(BR % VW == 0 && BC % VW == 0 && FBR % VW == 0 && FBC % VW == 0,
+              "tiles must be whole vectors wide");
 
 // Rows of a [batch, seq, heads, head_dim] tensor for one (batch, head).
 template <class T>
@@ -33,6 +45,17 @@ Rows<T> rows_of(P* data, const Strides& st, int64_t b, int64_t h) {
   return {static_cast<T*>(const_cast<void*>(static_cast<const void*>(data))) + b * st.batch +
               h * st.head,
           st.seq};
+}
+
+// Prefetches rows [r0, r1) of a tensor (head_dim elements each) into cache,
+// so the next tile's loads do not stall on memory.
+template <class T>
+void prefetch_rows(const Rows<T>& rows, int64_t r0, int64_t r1, int64_t d) {
+  const int64_t bytes = d * int64_t(sizeof(T));
+  for (int64_t r = r0; r < r1; ++r) {
+    const char* p = reinterpret_cast<const char*>(rows.row(r));
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+  }
 }
 
 // Carves per-thread scratch into 64-byte aligned float buffers.
