@@ -135,7 +135,8 @@ Status check_device(int device, size_t smem_needed, const char* what) {
 
 // Checks that need no device; fills `k` with the kernels to run.
 Status check_params(const AttnParams& p, Kernels& k) {
-  if (p.dtype == DType::F32) return unsupported("CUDA backend supports fp16 and bf16 (got fp32)");
+  if (p.dtype == DType::F32)
+    return Status::Error(ErrorCode::Unsupported, "CUDA backend supports fp16 and bf16 (got fp32)");
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("unknown dtype");
   if (p.head_dim <= 0 || p.head_dim % 8 != 0 || p.head_dim > 256)
     return unsupported("head_dim " + std::to_string(p.head_dim) + ": supported are multiples of 8 up to 256");
