@@ -1,6 +1,7 @@
 // Standalone check + benchmark of the Hopper (sm_90a) forward.
 //
 //   bench_sm90 [--check] [--bench] [--quick] [--reps N] [--csv FILE]
+//              [--hdim D] [--causal 0|1] [--tag NAME]   (bench filters, CSV label)
 //   (no flag: --check then --bench)
 //
 // --check: forward output and LSE against a naive CPU computation on small
@@ -387,7 +388,7 @@ __global__ void fill_normal(uint16_t* p, size_t n, uint32_t seed, int bf16) {
   }
 }
 
-int run_bench(int reps, const char* csv_path) {
+int run_bench(int reps, const char* csv_path, int only_hdim, int only_causal, const char* tag) {
   cudaDeviceProp prop;
   int dev = 0;
   CK(cudaGetDevice(&dev));
@@ -421,7 +422,9 @@ int run_bench(int reps, const char* csv_path) {
   std::fputs(line, stdout);
   if (csv) std::fputs(line, csv);
   for (int D : {64, 128, 256}) {
+    if (only_hdim > 0 && D != only_hdim) continue;
     for (int causal : {0, 1}) {
+      if (only_causal >= 0 && causal != only_causal) continue;
       for (int S = 512; S <= 16384; S *= 2) {
         const int B = int(tokens / S), H = int(hidden / D);
         FwdParams p;
@@ -453,7 +456,7 @@ int run_bench(int reps, const char* csv_path) {
         std::sort(ms.begin(), ms.end());
         const double med = ms[reps / 2];
         const double flops = 4.0 * B * H * double(S) * S * D / (causal ? 2.0 : 1.0);
-        std::snprintf(line, sizeof line, "flashattn-sm90,bf16,%d,%d,%d,%d,%d,%.4f,%.4f,%.1f\n", D,
+        std::snprintf(line, sizeof line, "%s,bf16,%d,%d,%d,%d,%d,%.4f,%.4f,%.1f\n", tag, D,
                       causal, S, B, H, med, double(ms[0]), flops / (med * 1e-3) / 1e12);
         std::fputs(line, stdout);
         std::fflush(stdout);
@@ -470,8 +473,9 @@ int run_bench(int reps, const char* csv_path) {
 
 int main(int argc, char** argv) {
   bool check = false, bench = false, quick = false;
-  int reps = 30;
+  int reps = 30, only_hdim = 0, only_causal = -1;
   const char* csv = nullptr;
+  const char* tag = "flashattn-sm90";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check") check = true;
@@ -479,8 +483,13 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else if (a == "--reps" && i + 1 < argc) reps = std::max(20, std::atoi(argv[++i]));
     else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
+    else if (a == "--hdim" && i + 1 < argc) only_hdim = std::atoi(argv[++i]);
+    else if (a == "--causal" && i + 1 < argc) only_causal = std::atoi(argv[++i]);
+    else if (a == "--tag" && i + 1 < argc) tag = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--check] [--bench] [--quick] [--reps N>=20] [--csv FILE]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--check] [--bench] [--quick] [--reps N>=20] [--csv FILE]\n"
+                   "          [--hdim 64|128|256] [--causal 0|1] [--tag NAME]\n",
                    argv[0]);
       return 2;
     }
@@ -488,6 +497,6 @@ int main(int argc, char** argv) {
   if (!check && !bench) check = bench = true;
   int fails = 0;
   if (check) fails = run_checks(quick);
-  if (bench) run_bench(reps, csv);
+  if (bench) run_bench(reps, csv, only_hdim, only_causal, tag);
   return fails ? 1 : 0;
 }

@@ -1,8 +1,13 @@
-// Epilogue, per consumer warpgroup: O = acc / l in the output dtype, staged in
-// this warpgroup's 64 rows of the Q tile (no longer read: all its wgmmas have
-// retired) in the same 128-byte-swizzled layout, then written by TMA stores
-// that drop rows past seqlen_q; LSE (natural log, fp32) straight from
-// registers by one lane per row.
+// Epilogue, per consumer warpgroup: O = acc / l in the output dtype, staged
+// in shared memory in the 128-byte-swizzled layout TMA expects, then written
+// by TMA stores that drop rows past seqlen_q; LSE (natural log, fp32)
+// straight from registers by one lane per row.
+//
+// Staging buffer (kernel_traits.cuh kSeparateO): its own buffer when it fits;
+// the store is then left in flight and only waited for before the buffer is
+// written again (next tile) or the CTA exits. Otherwise this warpgroup's
+// rows of Q's buffer, given back to the producer (q_empty) once the store
+// has read them.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +17,7 @@
 #include "mainloop.cuh"
 #include "ptx.cuh"
 #include "softmax.cuh"
+#include "tile_scheduler.cuh"
 
 namespace flashattn::detail::cuda::sm90 {
 
@@ -25,32 +31,43 @@ struct Epilogue {
                                const float (&inv)[2], const float (&lse)[2]) {
     const int warp = tid / 32, lane = tid % 32;
     const int row0 = wg * 64 + warp * 16 + lane / 4;  // row within the CTA tile; row1 = row0 + 8
-    // The wgmmas read this region through the async proxy; order our
-    // generic-proxy writes after them.
+    if constexpr (T::kSeparateO) {
+      // The previous tile's store must have finished reading the buffer.
+      if (tid == 0) tma_store_wait_read();
+      named_barrier_sync(T::kBarEpilogue + wg, 128);
+    }
+    // The buffer was last read through the async proxy (wgmma or TMA store);
+    // order these generic-proxy writes after those reads.
     fence_proxy_async_smem();
-    const uint32_t base = sm.q() + row0 * 128 + (lane & 3) * 4;
+    const uint32_t base = sm.o() + row0 * 128 + (lane & 3) * 4;
     const uint32_t sw = static_cast<uint32_t>(row0 & 7);  // same for row0 + 8
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j) {
-      const uint32_t addr = base + (j / 8) * kBlockM * 128 + ((static_cast<uint32_t>(j % 8) ^ sw) << 4);
+      const uint32_t addr =
+          base + (j / 8) * kBlockM * 128 + ((static_cast<uint32_t>(j % 8) ^ sw) << 4);
       st_shared_u32(addr, ElementTraits<typename T::Element>::pack(o[4 * j] * inv[0],
                                                                    o[4 * j + 1] * inv[0]));
       st_shared_u32(addr + 8 * 128, ElementTraits<typename T::Element>::pack(
                                         o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]));
     }
     // Make the st.shared visible to the TMA engine, then let one thread of
-    // this warpgroup issue the stores (named barrier 1 + wg, 128 threads).
+    // this warpgroup issue the stores.
     fence_proxy_async_smem();
-    named_barrier_sync(1 + wg, 128);
+    named_barrier_sync(T::kBarEpilogue + wg, 128);
     const int grow = tile.m_block * kBlockM + wg * 64;  // first global row of this warpgroup
-    if (tid == 0 && grow < a.seqlen_q) {
+    if (tid == 0) {
+      if (grow < a.seqlen_q) {
 #pragma unroll
-      for (int at = 0; at < T::kAtoms; ++at) {
-        tma_store_4d(&a.tm_o, sm.q() + at * kBlockM * 128 + wg * 64 * 128, at * 64, grow,
-                     tile.head, tile.batch);
+        for (int at = 0; at < T::kAtoms; ++at) {
+          tma_store_4d(&a.tm_o, sm.o() + at * kBlockM * 128 + wg * 64 * 128, at * 64, grow,
+                       tile.head, tile.batch);
+        }
+        tma_store_commit();
       }
-      tma_store_commit();
-      tma_store_wait_read();  // shared memory must outlive the reads
+      if constexpr (!T::kSeparateO) {
+        tma_store_wait_read();
+        mbar_arrive(sm.q_empty());
+      }
     }
     if (a.lse != nullptr && (lane & 3) == 0) {
       float* lrow = a.lse + (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) *
@@ -59,6 +76,11 @@ struct Epilogue {
       if (r0 < a.seqlen_q) lrow[r0] = lse[0];
       if (r0 + 8 < a.seqlen_q) lrow[r0 + 8] = lse[1];
     }
+  }
+
+  // Before the CTA exits: shared memory must outlive the stores' reads.
+  __device__ static void drain(int tid) {
+    if (tid == 0) tma_store_wait_read();
   }
 };
 

@@ -13,7 +13,7 @@ wgmma.mma_async m64nNk16, fp32 accumulators, fp16/bf16 operands:
 """
 import os
 
-NS = [64, 80, 96, 128, 192, 256]
+NS = [64, 80, 96, 112, 128, 144, 160, 176, 192, 256]
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 

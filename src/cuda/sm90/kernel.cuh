@@ -1,11 +1,13 @@
 // Hopper forward kernel: FlashAttention-3 (Shah et al., 2024): §3.1 warp
 // specialisation and §3.2's intra-warpgroup overlap of softmax with the
-// tensor-core work (no pingpong between the consumer warpgroups yet).
+// tensor-core work; §3.2's pingpong schedule between the two consumer
+// warpgroups is implemented but off (it measured slower here).
 //
-// Roles (384 threads = 3 warpgroups, one CTA per SM at these shared-memory
-// sizes):
+// Roles (384 threads = 3 warpgroups, one persistent CTA per SM, walking
+// work tiles (tile_scheduler.cuh)):
 //   warpgroup 0  producer: setmaxnreg down to 24, one thread issues TMA loads
-//                of Q once and K/V tiles into a kStages-deep ring.
+//                of Q (once per work tile) and K/V tiles into a kStages-deep
+//                ring that runs on across work tiles.
 //   warpgroups 1, 2  consumers: setmaxnreg up to 240; each owns 64 query rows:
 //                S = Q K^T (wgmma, both operands in shared memory), mask,
 //                online softmax, O += P V (wgmma, P from registers), epilogue.
@@ -41,16 +43,18 @@ __device__ __forceinline__ void convert_p(const float (&s)[T::kBlockN / 2],
   }
 }
 
-// Consumer warpgroup mainloop with FA3's intra-warpgroup overlap (§3.2): in
-// iteration i the wgmmas S_i = Q K_i^T and O += P_{i-1} V_{i-1} are issued
-// back to back; the softmax of S_i runs while P_{i-1} V_{i-1} is still in
-// the tensor cores, and only the O rescale by exp(m_{i-1} - m_i) waits for it.
-// O then holds sum_{j<i} P_j V_j at the scale of m_i, ready for P_i V_i.
+// Consumer warpgroup, one work tile, with FA3's intra-warpgroup overlap
+// (§3.2): in iteration i the wgmmas S_i = Q K_i^T and O += P_{i-1} V_{i-1}
+// are issued back to back; the softmax of S_i runs while P_{i-1} V_{i-1} is
+// still in the tensor cores, and only the O rescale by exp(m_{i-1} - m_i)
+// waits for it. O then holds sum_{j<i} P_j V_j at the scale of m_i, ready
+// for P_i V_i.
 template <class T>
-__device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const SmemMap<T>& sm,
-                                                   const WorkTile& tile, const BlockMask& mask,
-                                                   const KeyTileRange& range, int r0, int r1,
-                                                   int wg, int tid) {
+__device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap<T>& sm,
+                                              const WorkTile& tile, const BlockMask& mask,
+                                              const KeyTileRange& range, int r0, int r1, int wg,
+                                              int tid, uint32_t tile_iter,
+                                              PipeState<T::kStages>& pipe) {
   constexpr int kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
   using ML = Mainloop<T>;
   using Softmax = OnlineSoftmax<kBlockN, kHeadDim>;
@@ -72,75 +76,102 @@ __device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const Sm
       Softmax::apply_mask(s, c0, lane, lo0, hi0, lo1, hi1);
     }
   };
+  // With a separate O buffer, Q's buffer goes back to the producer as soon
+  // as this warp's last Q K^T has retired (one arrival per warp).
+  auto release_q = [&]() {
+    if constexpr (T::kSeparateO) {
+      if (lane == 0) mbar_arrive(sm.q_empty());
+    }
+  };
 
-  mbar_wait(sm.q_full(), 0);
+  mbar_wait(sm.q_full(), tile_iter & 1);
   const uint64_t dq = ML::q_desc(sm, wg);
 
+  // Pingpong turns (off by default, T::kPingpong): warpgroup w waits on
+  // barrier kBarScheduler + w before issuing a tile's wgmmas and then hands
+  // the turn to the other one (256 threads per barrier phase: its own 128
+  // syncing + the other's 128 arriving). Warpgroup 0 gives itself the first
+  // turn of each work tile; warpgroup 1 skips its last hand-over of the tile,
+  // which nobody would consume, so every barrier phase completes.
   const int n_tiles = range.n_end - range.n_begin;
+  auto sched_sync = [&]() {
+    if constexpr (T::kPingpong) named_barrier_sync(T::kBarScheduler + wg, 256);
+  };
+  auto sched_arrive = [&](bool last) {
+    if constexpr (T::kPingpong) {
+      if (!(wg == 1 && last)) named_barrier_arrive(T::kBarScheduler + (1 - wg), 256);
+    }
+  };
+  if constexpr (T::kPingpong) {
+    if (wg == 0 && n_tiles > 0) named_barrier_arrive(T::kBarScheduler, 256);
+  }
+
+  if (n_tiles == 0) release_q();  // no key visible: Q is not read
   if (n_tiles > 0) {
     float s[kBlockN / 2];
     uint32_t p[kBlockN / 16][4];
     float corr[2];
-    int stage = 0;
-    uint32_t phase = 0;
 
-    // Prologue: S_0 and P_0 (tiles go from n_end - 1 down to n_begin).
-    mbar_wait(sm.k_full(stage), phase);
+    // Prologue: S_0 and P_0 (key tiles go from n_end - 1 down to n_begin).
+    mbar_wait(sm.k_full(pipe.stage), pipe.phase);
+    sched_sync();
     wgmma_fence();
-    ML::issue_qk(s, dq, sm.k(stage));
+    ML::issue_qk(s, dq, sm.k(pipe.stage));
     wgmma_commit();
+    sched_arrive(n_tiles == 1);
     wgmma_wait<0>();
     fence_operand(s);
-    if (lane == 0) mbar_arrive(sm.k_empty(stage));
+    if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
+    if (n_tiles == 1) release_q();
     mask_tile(s, range.n_end - 1);
     softmax.step(s, a.scale_log2, corr);  // O is still zero: no rescale
     convert_p<T>(s, p);
 
     for (int i = 1; i < n_tiles; ++i) {
-      const int prev_stage = stage;
-      const uint32_t prev_phase = phase;
-      if (++stage == T::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
+      const PipeState<T::kStages> prev = pipe;
+      pipe.advance();
       // Both waits before the fence: control flow between wgmma.fence and a
       // register-A wgmma makes ptxas inject another fence (C7519). V_{i-1}
       // was requested before K_i, so waiting for it here costs nothing.
-      mbar_wait(sm.k_full(stage), phase);
-      mbar_wait(sm.v_full(prev_stage), prev_phase);
+      mbar_wait(sm.k_full(pipe.stage), pipe.phase);
+      mbar_wait(sm.v_full(prev.stage), prev.phase);
       // Pin the rescaled O and the new P before the fence (the compiler
       // could otherwise sink them past it).
       fence_operand(o);
       fence_operand(p);
+      sched_sync();
       wgmma_fence();
-      ML::issue_qk(s, dq, sm.k(stage));
+      ML::issue_qk(s, dq, sm.k(pipe.stage));
       wgmma_commit();
-      ML::issue_pv(o, p, sm.v(prev_stage));
+      ML::issue_pv(o, p, sm.v(prev.stage));
       wgmma_commit();
+      sched_arrive(i == n_tiles - 1);
       wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
       fence_operand(s);
-      if (lane == 0) mbar_arrive(sm.k_empty(stage));
+      if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
+      if (i == n_tiles - 1) release_q();
       mask_tile(s, range.n_end - 1 - i);
       softmax.step(s, a.scale_log2, corr);
       wgmma_wait<0>();
       fence_operand(o);
       fence_operand(p);
-      if (lane == 0) mbar_arrive(sm.v_empty(prev_stage));
+      if (lane == 0) mbar_arrive(sm.v_empty(prev.stage));
       Softmax::rescale_o(o, corr);
       convert_p<T>(s, p);
     }
 
     // Tail: O += P_last V_last.
-    mbar_wait(sm.v_full(stage), phase);
+    mbar_wait(sm.v_full(pipe.stage), pipe.phase);
     fence_operand(o);
     fence_operand(p);
     wgmma_fence();
-    ML::issue_pv(o, p, sm.v(stage));
+    ML::issue_pv(o, p, sm.v(pipe.stage));
     wgmma_commit();
     wgmma_wait<0>();
     fence_operand(o);
     fence_operand(p);
-    if (lane == 0) mbar_arrive(sm.v_empty(stage));
+    if (lane == 0) mbar_arrive(sm.v_empty(pipe.stage));
+    pipe.advance();
   }
 
   float inv[2], lse[2];
@@ -150,6 +181,7 @@ __device__ __forceinline__ void consumer_warpgroup(const KernelArgs& a, const Sm
 
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_constant__ KernelArgs a) {
+  using Sched = PersistentTileScheduler;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const SmemMap<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
   const int wg = static_cast<int>(threadIdx.x) / 128;
@@ -158,18 +190,42 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   if (threadIdx.x == 0) Mainloop<T>::init_barriers(sm);
   __syncthreads();
 
-  const WorkTile tile = SingleTileScheduler::get(a);
   const BlockMask mask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
-  const int r0 = tile.m_block * T::kBlockM;
-  const int r1 = min(r0 + T::kBlockM, a.seqlen_q);
-  const KeyTileRange range = key_tile_range<T::kBlockN>(mask, r0, r1);
+  // Producer and consumers walk the same work-tile sequence, so their
+  // barrier phases (Q once per tile, the K/V ring across tiles) stay paired.
+  auto tile_rows = [&](const WorkTile& tile, int& r0, int& r1) {
+    r0 = tile.m_block * T::kBlockM;
+    r1 = min(r0 + T::kBlockM, a.seqlen_q);
+  };
 
   if (wg == 0) {
     setmaxnreg_dec<T::kProducerRegs>();
-    if (threadIdx.x == 0) Mainloop<T>::load(a, sm, tile, range);
+    if (threadIdx.x == 0) {
+      tma_prefetch_desc(&a.tm_q);
+      tma_prefetch_desc(&a.tm_k);
+      tma_prefetch_desc(&a.tm_v);
+      tma_prefetch_desc(&a.tm_o);
+      PipeState<T::kStages> pipe;
+      uint32_t it = 0;
+      for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride(), ++it) {
+        const WorkTile tile = Sched::decode(a, t);
+        int r0, r1;
+        tile_rows(tile, r0, r1);
+        Mainloop<T>::load(a, sm, tile, key_tile_range<T::kBlockN>(mask, r0, r1), it, pipe);
+      }
+    }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();
-    consumer_warpgroup<T>(a, sm, tile, mask, range, r0, r1, wg - 1, tid);
+    PipeState<T::kStages> pipe;
+    uint32_t it = 0;
+    for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride(), ++it) {
+      const WorkTile tile = Sched::decode(a, t);
+      int r0, r1;
+      tile_rows(tile, r0, r1);
+      consumer_tile<T>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0, r1,
+                       wg - 1, tid, it, pipe);
+    }
+    Epilogue<T>::drain(tid);
   }
 }
 

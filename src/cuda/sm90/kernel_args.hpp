@@ -11,7 +11,22 @@ namespace flashattn::detail::cuda::sm90 {
 
 // Tile shape per head dim, shared by the host (TMA box sizes) and the kernel.
 constexpr int kBlockM = 128;  // query rows per CTA: two consumer warpgroups x 64
-constexpr int block_n_for(int head_dim) { return head_dim <= 128 ? 128 : 80; }
+// Tuning knobs (compile definitions) for experiments; the defaults are the
+// measured best (bench/sm90/NOTES.md).
+#ifndef FLASHATTN_SM90_BLOCKN_HD64
+#define FLASHATTN_SM90_BLOCKN_HD64 128
+#endif
+#ifndef FLASHATTN_SM90_BLOCKN_HD128
+#define FLASHATTN_SM90_BLOCKN_HD128 128
+#endif
+#ifndef FLASHATTN_SM90_BLOCKN_HD256
+#define FLASHATTN_SM90_BLOCKN_HD256 80
+#endif
+constexpr int block_n_for(int head_dim) {
+  return head_dim <= 64    ? FLASHATTN_SM90_BLOCKN_HD64
+         : head_dim <= 128 ? FLASHATTN_SM90_BLOCKN_HD128
+                           : FLASHATTN_SM90_BLOCKN_HD256;
+}
 
 struct KernelArgs {
   CUtensorMap tm_q;  // box {64, kBlockM}
@@ -22,6 +37,8 @@ struct KernelArgs {
   int batch, seqlen_q, seqlen_k, heads_q, group;
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;
+  int num_tiles;  // num_m_blocks * heads_q * batch work tiles
+  int grid_ctas;  // persistent CTAs: min(num_tiles, #SMs)
   float scale;       // softmax scale (natural units, for the LSE)
   float scale_log2;  // scale * log2(e): exp(scale*(s-m)) = exp2(s*scale_log2 - m*scale_log2)
   int longest_first;  // causal/window: schedule the m blocks with the most keys first

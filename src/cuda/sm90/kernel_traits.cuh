@@ -55,17 +55,42 @@ struct FwdTraits {
   static constexpr uint32_t kConsumerRegs = 240;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= 65536, "");
 
-  static constexpr int kStages = 2;
-
-  // Shared memory (byte offsets from a 1024-aligned base).
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // one K or V stage
+#ifndef FLASHATTN_SM90_STAGES
+#define FLASHATTN_SM90_STAGES 2
+#endif
+  // K/V ring depth: the knob, capped by what fits beside Q in 227 KB.
+  static constexpr int kStagesFit = (227 * 1024 - 2048 - kQBytes) / (2 * kKVBytes);
+  static constexpr int kStages =
+      FLASHATTN_SM90_STAGES < kStagesFit ? FLASHATTN_SM90_STAGES : kStagesFit;
+  static_assert(kStages >= 2, "");
+
+  // Pingpong (FA3 §3.2, "inter-warpgroup overlap"): the consumer warpgroups
+  // take turns issuing their wgmmas, so one's softmax runs under the other's
+  // GEMMs. FA3 enables it with the intra-warpgroup overlap for head_dim <= 128;
+  // here it measured slower at long sequences (bench/sm90/NOTES.md), so off.
+#ifndef FLASHATTN_SM90_PINGPONG
+#define FLASHATTN_SM90_PINGPONG 0
+#endif
+  static constexpr bool kPingpong = FLASHATTN_SM90_PINGPONG && kHeadDim <= 128;
+
+  // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
+  // then Q's buffer is free for the next tile's Q as soon as the last
+  // S = Q K^T of a tile has retired, and the O store overlaps the next tile.
+  // Otherwise (head_dim 256) O is staged in Q's buffer, which is released
+  // once the TMA store has read it.
+  static constexpr bool kSeparateO =
+      kQBytes + 2 * kStages * kKVBytes + kQBytes + 2048 <= 227 * 1024;
+
+  // Shared memory (byte offsets from a 1024-aligned base).
   static constexpr int kQOff = 0;
   static constexpr int kKOff = kQOff + kQBytes;
   static constexpr int kVOff = kKOff + kStages * kKVBytes;
-  static constexpr int kBarOff = kVOff + kStages * kKVBytes;
-  // Barriers: q_full, k_full[S], k_empty[S], v_full[S], v_empty[S].
-  static constexpr int kNumBars = 1 + 4 * kStages;
+  static constexpr int kOOff = kVOff + kStages * kKVBytes;
+  static constexpr int kBarOff = kOOff + (kSeparateO ? kQBytes : 0);
+  // Barriers: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S].
+  static constexpr int kNumBars = 2 + 4 * kStages;
   static constexpr int kSmemBytes = kBarOff + 8 * kNumBars + 1024;  // + alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "exceeds the sm90 per-block shared memory");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0 && (kBlockN * 128) % 1024 == 0,
@@ -74,6 +99,13 @@ struct FwdTraits {
   // Consumer warps arrive on the empty barriers (one arrival per warp after
   // its wait_group), so the count is the number of consumer warps.
   static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
+  // Q's buffer is released per warp after its last Q K^T (separate O), or by
+  // one thread per warpgroup after the O store has read it (O staged in Q).
+  static constexpr uint32_t kQEmptyArrivals = kSeparateO ? 4 * kConsumerWGs : kConsumerWGs;
+
+  // Named barrier ids (0 is __syncthreads).
+  static constexpr uint32_t kBarEpilogue = 1;   // + consumer warpgroup
+  static constexpr uint32_t kBarScheduler = 3;  // + consumer warpgroup
 };
 
 }  // namespace flashattn::detail::cuda::sm90

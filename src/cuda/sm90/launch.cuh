@@ -20,7 +20,7 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
     return Status::Error(ErrorCode::CudaError,
                          std::string("sm90 forward: cudaFuncSetAttribute: ") + cudaGetErrorString(e));
   }
-  kernel<<<SingleTileScheduler::grid(args), T::kThreads, T::kSmemBytes, stream>>>(args);
+  kernel<<<PersistentTileScheduler::grid(args), T::kThreads, T::kSmemBytes, stream>>>(args);
   e = cudaGetLastError();
   if (e != cudaSuccess) {
     return Status::Error(ErrorCode::CudaError,

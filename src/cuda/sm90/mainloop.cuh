@@ -1,6 +1,7 @@
 // Mainloop: the producer's TMA loads and the consumers' two GEMMs per key tile.
 //
-// Pipeline: Q is loaded once (q_full). K and V each cycle through kStages
+// Pipeline: Q is loaded once per work tile (q_full; q_empty gives its buffer
+// back, see kernel_traits.cuh kSeparateO). K and V each cycle through kStages
 // shared-memory slots with a full barrier (producer arrive.expect_tx + TMA
 // complete_tx, arrival count 1) and an empty barrier (one arrival per
 // consumer warp once its wgmma reading the slot has retired). Slot s's use u
@@ -30,11 +31,29 @@ struct SmemMap {
   __device__ __forceinline__ uint32_t k(int s) const { return base + T::kKOff + s * T::kKVBytes; }
   __device__ __forceinline__ uint32_t v(int s) const { return base + T::kVOff + s * T::kKVBytes; }
   __device__ __forceinline__ uint32_t bar(int i) const { return base + T::kBarOff + 8 * i; }
+  // Epilogue staging buffer for O (aliases Q when !kSeparateO).
+  __device__ __forceinline__ uint32_t o() const {
+    return T::kSeparateO ? base + T::kOOff : base + T::kQOff;
+  }
   __device__ __forceinline__ uint32_t q_full() const { return bar(0); }
-  __device__ __forceinline__ uint32_t k_full(int s) const { return bar(1 + s); }
-  __device__ __forceinline__ uint32_t k_empty(int s) const { return bar(1 + T::kStages + s); }
-  __device__ __forceinline__ uint32_t v_full(int s) const { return bar(1 + 2 * T::kStages + s); }
-  __device__ __forceinline__ uint32_t v_empty(int s) const { return bar(1 + 3 * T::kStages + s); }
+  __device__ __forceinline__ uint32_t q_empty() const { return bar(1); }
+  __device__ __forceinline__ uint32_t k_full(int s) const { return bar(2 + s); }
+  __device__ __forceinline__ uint32_t k_empty(int s) const { return bar(2 + T::kStages + s); }
+  __device__ __forceinline__ uint32_t v_full(int s) const { return bar(2 + 2 * T::kStages + s); }
+  __device__ __forceinline__ uint32_t v_empty(int s) const { return bar(2 + 3 * T::kStages + s); }
+};
+
+// Position in the K/V ring; it carries over from one work tile to the next.
+template <int kStages>
+struct PipeState {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
 };
 
 template <class T>
@@ -45,6 +64,7 @@ struct Mainloop {
   // One thread, before the CTA-wide barrier that publishes them.
   __device__ static void init_barriers(const SmemMap<T>& sm) {
     mbar_init(sm.q_full(), 1);
+    mbar_init(sm.q_empty(), T::kQEmptyArrivals);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       mbar_init(sm.k_full(s), 1);
@@ -55,42 +75,50 @@ struct Mainloop {
     fence_barrier_init();
   }
 
-  // Producer: one elected thread issues every copy. Coordinates are
-  // {head_dim, seq, head, batch}; each 64-wide atom column is one box, landing
-  // rows*128 bytes after the previous one.
+  // Producer, one work tile: one elected thread issues every copy.
+  // Coordinates are {head_dim, seq, head, batch}; each 64-wide atom column is
+  // one box, landing rows*128 bytes after the previous one. `tile_iter` is
+  // this CTA's work-tile count so far: Q's buffer is reused once per tile.
+  // Order: K_0, Q, V_0, K_1, V_1, ... — K_0's ring slot frees up before Q's
+  // buffer does, so it goes first and the first S = Q K^T only waits for Q.
   __device__ static void load(const KernelArgs& a, const SmemMap<T>& sm, const WorkTile& tile,
-                              const KeyTileRange& range) {
-    tma_prefetch_desc(&a.tm_q);
-    tma_prefetch_desc(&a.tm_k);
-    tma_prefetch_desc(&a.tm_v);
+                              const KeyTileRange& range, uint32_t tile_iter,
+                              PipeState<kStages>& pipe) {
     const int kv_head = tile.head / a.group;
+    auto load_k = [&](int n) {
+      mbar_wait(sm.k_empty(pipe.stage), pipe.phase ^ 1);
+      mbar_arrive_expect_tx(sm.k_full(pipe.stage), T::kKVBytes);
+#pragma unroll
+      for (int at = 0; at < kAtoms; ++at) {
+        tma_load_4d(sm.k(pipe.stage) + at * kBlockN * 128, &a.tm_k, sm.k_full(pipe.stage),
+                    at * 64, n * kBlockN, kv_head, tile.batch);
+      }
+    };
+    auto load_v = [&](int n) {
+      mbar_wait(sm.v_empty(pipe.stage), pipe.phase ^ 1);
+      mbar_arrive_expect_tx(sm.v_full(pipe.stage), T::kKVBytes);
+#pragma unroll
+      for (int at = 0; at < kAtoms; ++at) {
+        tma_load_4d(sm.v(pipe.stage) + at * kBlockN * 128, &a.tm_v, sm.v_full(pipe.stage),
+                    at * 64, n * kBlockN, kv_head, tile.batch);
+      }
+    };
+    const bool any = range.n_end > range.n_begin;
+    if (any) load_k(range.n_end - 1);
+    mbar_wait(sm.q_empty(), (tile_iter & 1) ^ 1);
     mbar_arrive_expect_tx(sm.q_full(), T::kQBytes);
 #pragma unroll
     for (int at = 0; at < kAtoms; ++at) {
       tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * 64,
                   tile.m_block * kBlockM, tile.head, tile.batch);
     }
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int n = range.n_end - 1; n >= range.n_begin; --n) {
-      mbar_wait(sm.k_empty(stage), phase ^ 1);
-      mbar_arrive_expect_tx(sm.k_full(stage), T::kKVBytes);
-#pragma unroll
-      for (int at = 0; at < kAtoms; ++at) {
-        tma_load_4d(sm.k(stage) + at * kBlockN * 128, &a.tm_k, sm.k_full(stage), at * 64,
-                    n * kBlockN, kv_head, tile.batch);
-      }
-      mbar_wait(sm.v_empty(stage), phase ^ 1);
-      mbar_arrive_expect_tx(sm.v_full(stage), T::kKVBytes);
-#pragma unroll
-      for (int at = 0; at < kAtoms; ++at) {
-        tma_load_4d(sm.v(stage) + at * kBlockN * 128, &a.tm_v, sm.v_full(stage), at * 64,
-                    n * kBlockN, kv_head, tile.batch);
-      }
-      if (++stage == kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
+    if (!any) return;
+    load_v(range.n_end - 1);
+    pipe.advance();
+    for (int n = range.n_end - 2; n >= range.n_begin; --n) {
+      load_k(n);
+      load_v(n);
+      pipe.advance();
     }
   }
 

@@ -9,6 +9,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -114,6 +116,15 @@ Status encode(CUtensorMap* map, const Operand& t, int64_t batch, int64_t head_di
   return Status::Ok();
 }
 
+int sm_count(int device) {
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 Status check_device(int device) {
   int major = 0, minor = 0;
   cudaError_t e1 = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
@@ -186,7 +197,22 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   args->group = static_cast<int>(p.heads_q / p.heads_kv);
   args->window_left = clamp_window(p.window_left);
   args->window_right = clamp_window(p.window_right);
-  args->num_m_blocks = static_cast<int>((sq + kBlockM - 1) / kBlockM);
+  const int64_t num_m = (sq + kBlockM - 1) / kBlockM;
+  const int64_t num_tiles = num_m * p.heads_q * p.batch;
+  if (num_tiles > INT32_MAX) return unsupported("more than 2^31 query tiles");
+  const int sms = sm_count(p.device_index);
+  if (sms <= 0) return unsupported("cannot query the multiprocessor count");
+  args->num_m_blocks = static_cast<int>(num_m);
+  args->num_tiles = static_cast<int>(num_tiles);
+  // Unmasked tiles all cost the same: persistent CTAs (one per SM) keep in
+  // step, so the heads in flight stay few and their K/V stay in L2. Masked
+  // tiles differ in cost; persistent CTAs with a static schedule drift apart
+  // and spread over many heads (measured: causal 16k hdim 128 fell from ~600
+  // to ~380 TFLOP/s), so there each CTA takes one tile and the hardware's
+  // in-order block dispatch does the balancing, longest tiles first.
+  const bool masked = args->window_left >= 0 || args->window_right >= 0;
+  args->grid_ctas = masked ? static_cast<int>(num_tiles)
+                           : static_cast<int>(std::min<int64_t>(num_tiles, sms));
   args->scale = p.scale;
   args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
   args->longest_first = args->window_right >= 0 ? 1 : 0;
