@@ -105,6 +105,7 @@ struct Case {
   bool causal;
   int left, right;  // window (-1 unbounded); causal forces right = 0
   int layout;
+  bool no_lse = false;  // pass lse = nullptr (O only)
 };
 
 // Logical tensors are float [b][s][h][d] (values already rounded to the dtype).
@@ -291,7 +292,7 @@ bool run_case(const Case& c, DType dt, std::mt19937& rng) {
   p.window_right = c.causal ? 0 : c.right;
   p.causal = c.causal;
   p.out = d_out, p.o_str = os;
-  p.lse = d_lse;
+  p.lse = c.no_lse ? nullptr : d_lse;
 
   char desc[256];
   std::snprintf(desc, sizeof desc, "%s D=%d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) %s",
@@ -323,12 +324,79 @@ bool run_case(const Case& c, DType dt, std::mt19937& rng) {
 
   RefOut r = reference(c, q, k, v, scale, dt);
   Verdict vo = judge(nq, out, r.naive, r.out, 1e-5);
-  Verdict vl = judge(nlse, lse, r.naive_lse, r.lse, 1e-4);
+  Verdict vl = c.no_lse ? Verdict{0, 0, 0, 0, false, true}
+                        : judge(nlse, lse, r.naive_lse, r.lse, 1e-4);
   const bool pass = vo.pass && vl.pass;
   std::printf("%s %s  out err %.3g (naive %.3g, tol %.3g)%s  lse err %.3g (tol %.3g)%s\n",
               pass ? "PASS" : "FAIL", desc, vo.err, vo.naive, vo.tol, vo.nan ? " NaN" : "", vl.err,
               vl.tol, vl.nan ? " NaN" : "");
   return pass;
+}
+
+// can_implement must refuse what TMA cannot address, naming the tensor.
+int run_argument_checks() {
+  int fails = 0;
+  uint16_t* buf = nullptr;
+  CK(cudaMalloc(&buf, 1 << 20));
+  auto base = [&]() {
+    FwdParams p;
+    p.dtype = DType::BF16;
+    p.device = flashattn::Device::CUDA;
+    CK(cudaGetDevice(&p.device_index));
+    p.batch = 1, p.seqlen_q = 16, p.seqlen_k = 16, p.heads_q = 2, p.heads_kv = 2, p.head_dim = 64;
+    const Strides st{16 * 2 * 64, 2 * 64, 64};
+    p.q = buf, p.k = buf + 4096, p.v = buf + 8192, p.out = buf + 12288;
+    p.q_str = p.k_str = p.v_str = p.o_str = st;
+    p.scale = 0.125f;
+    return p;
+  };
+  struct Expect {
+    const char* what;
+    FwdParams p;
+    flashattn::ErrorCode code;
+    const char* needle;
+  };
+  std::vector<Expect> ex;
+  ex.push_back({"baseline", base(), flashattn::ErrorCode::Ok, ""});
+  {
+    FwdParams p = base();
+    p.k = buf + 4096 + 1;  // 2-byte aligned only
+    ex.push_back({"misaligned k pointer", p, flashattn::ErrorCode::InvalidArgument, "k:"});
+  }
+  {
+    FwdParams p = base();
+    p.v_str.seq = 2 * 64 + 4;  // 264 bytes
+    ex.push_back({"v seq stride not 16-byte multiple", p, flashattn::ErrorCode::InvalidArgument, "v:"});
+  }
+  {
+    FwdParams p = base();
+    p.o_str.head = 68;
+    ex.push_back({"out head stride 68", p, flashattn::ErrorCode::InvalidArgument, "out:"});
+  }
+  {
+    FwdParams p = base();
+    p.head_dim = 96;
+    ex.push_back({"head_dim 96", p, flashattn::ErrorCode::Unsupported, "head_dim"});
+  }
+  {
+    FwdParams p = base();
+    p.softcap = 30.f;
+    ex.push_back({"softcap", p, flashattn::ErrorCode::Unsupported, "softcap"});
+  }
+  {
+    FwdParams p = base();
+    p.dtype = DType::F32;
+    ex.push_back({"fp32", p, flashattn::ErrorCode::Unsupported, "dtype"});
+  }
+  for (const Expect& e : ex) {
+    Status st = sm90::can_implement(e.p);
+    const bool ok = st.code == e.code && st.message.find(e.needle) != std::string::npos;
+    std::printf("%s can_implement: %s -> code %d \"%s\"\n", ok ? "PASS" : "FAIL", e.what,
+                int(st.code), st.message.c_str());
+    if (!ok) ++fails;
+  }
+  cudaFree(buf);
+  return fails;
 }
 
 int run_checks(bool quick) {
@@ -349,9 +417,13 @@ int run_checks(bool quick) {
       {1, 513, 700, 2, 1, 0, false, 100, 30, kBSHD},     // sliding window
       {1, 300, 300, 2, 2, 0, false, 64, -1, kBSHD},      // left window only
       {2, 267, 267, 2, 2, 0, true, -1, -1, kPackedQKV},  // packed QKV, BHSD out
+      {2, 1, 1030, 8, 1, 0, false, -1, -1, kBSHD},       // decode-like, GQA 8
+      {1, 300, 200, 2, 2, 0, true, 0, -1, kBSHD},        // diagonal only; top rows empty
+      {1, 17, 0, 2, 1, 0, false, -1, -1, kBSHD},         // no keys at all
+      {1, 130, 129, 2, 1, 0, true, -1, -1, kBSHD, true},  // lse = nullptr
   };
   if (quick) cases.resize(6);
-  int fails = 0, total = 0;
+  int fails = run_argument_checks(), total = 7;
   for (DType dt : {DType::BF16, DType::F16}) {
     for (int D : {64, 128, 256}) {
       for (Case c : cases) {

@@ -3,12 +3,13 @@
 // tensor-core work; §3.2's pingpong schedule between the two consumer
 // warpgroups is implemented but off (it measured slower here).
 //
-// Roles (384 threads = 3 warpgroups, one persistent CTA per SM, walking
-// work tiles (tile_scheduler.cuh)):
-//   warpgroup 0  producer: setmaxnreg down to 24, one thread issues TMA loads
-//                of Q (once per work tile) and K/V tiles into a kStages-deep
-//                ring that runs on across work tiles.
-//   warpgroups 1, 2  consumers: setmaxnreg up to 240; each owns 64 query rows:
+// Roles (1 + kConsumerWGs warpgroups, one CTA per SM, walking work tiles
+// (tile_scheduler.cuh)):
+//   warpgroup 0  producer: setmaxnreg down to 24 (32 with 3 consumers), one
+//                thread issues TMA loads of Q (once per work tile) and K/V
+//                tiles into a kStages-deep ring that runs on across tiles.
+//   warpgroups 1..kConsumerWGs  consumers (2; 3 for head_dim 64): setmaxnreg
+//                up to 240 (160 with 3); each owns 64 query rows:
 //                S = Q K^T (wgmma, both operands in shared memory), mask,
 //                online softmax, O += P V (wgmma, P from registers), epilogue.
 #pragma once

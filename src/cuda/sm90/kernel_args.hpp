@@ -10,7 +10,6 @@
 namespace flashattn::detail::cuda::sm90 {
 
 // Tile shape per head dim, shared by the host (TMA box sizes) and the kernel.
-constexpr int kBlockM = 128;  // query rows per CTA: two consumer warpgroups x 64
 // Tuning knobs (compile definitions) for experiments; the defaults are the
 // measured best (bench/sm90/NOTES.md).
 #ifndef FLASHATTN_SM90_BLOCKN_HD64
@@ -22,6 +21,15 @@ constexpr int kBlockM = 128;  // query rows per CTA: two consumer warpgroups x 6
 #ifndef FLASHATTN_SM90_BLOCKN_HD256
 #define FLASHATTN_SM90_BLOCKN_HD256 80
 #endif
+// Query rows per CTA = 64 x the number of consumer warpgroups. head_dim 64
+// uses three (FA3's 192 x 128 tile): its softmax (MUFU ex2) costs as much as
+// its MMAs, and a third warpgroup interleaves them better (+12% at 16k).
+#ifndef FLASHATTN_SM90_BLOCKM_HD64
+#define FLASHATTN_SM90_BLOCKM_HD64 192
+#endif
+constexpr int block_m_for(int head_dim) {
+  return head_dim <= 64 ? FLASHATTN_SM90_BLOCKM_HD64 : 128;
+}
 constexpr int block_n_for(int head_dim) {
   return head_dim <= 64    ? FLASHATTN_SM90_BLOCKN_HD64
          : head_dim <= 128 ? FLASHATTN_SM90_BLOCKN_HD128
@@ -29,7 +37,7 @@ constexpr int block_n_for(int head_dim) {
 }
 
 struct KernelArgs {
-  CUtensorMap tm_q;  // box {64, kBlockM}
+  CUtensorMap tm_q;  // box {64, block_m}
   CUtensorMap tm_k;  // box {64, kBlockN}
   CUtensorMap tm_v;  // box {64, kBlockN}
   CUtensorMap tm_o;  // box {64, 64}: each consumer warpgroup stores its own rows

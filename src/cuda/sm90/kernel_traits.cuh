@@ -41,18 +41,19 @@ struct FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static_assert(kHeadDim % 64 == 0, "head_dim must be a whole number of 128-byte swizzle atoms");
   static constexpr int kAtoms = kHeadDim / 64;
-  static constexpr int kBlockM = sm90::kBlockM;
+  static constexpr int kBlockM = block_m_for(kHeadDim);
   static constexpr int kBlockN = block_n_for(kHeadDim);
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "S tile width must be a wgmma N");
 
-  // One producer warpgroup (TMA) + two consumer warpgroups (wgmma + softmax),
-  // each consumer owning 64 of the kBlockM query rows.
-  static constexpr int kConsumerWGs = 2;
-  static_assert(kConsumerWGs * 64 == kBlockM, "");
+  // One producer warpgroup (TMA) + kBlockM/64 consumer warpgroups (wgmma +
+  // softmax), each consumer owning 64 of the kBlockM query rows.
+  static constexpr int kConsumerWGs = kBlockM / 64;
+  static_assert(kConsumerWGs * 64 == kBlockM && (kConsumerWGs == 2 || kConsumerWGs == 3), "");
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
-  // setmaxnreg budgets (FA3's): 24*128 + 240*256 = 64512 <= 65536 registers.
-  static constexpr uint32_t kProducerRegs = 24;
-  static constexpr uint32_t kConsumerRegs = 240;
+  // setmaxnreg budgets (FA3's): 2 consumers: 24*128 + 240*256 = 64512;
+  // 3 consumers: 32*128 + 160*384 = 65536 (of 65536 registers).
+  static constexpr uint32_t kProducerRegs = kConsumerWGs == 2 ? 24 : 32;
+  static constexpr uint32_t kConsumerRegs = kConsumerWGs == 2 ? 240 : 160;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= 65536, "");
 
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
@@ -73,7 +74,8 @@ struct FwdTraits {
 #ifndef FLASHATTN_SM90_PINGPONG
 #define FLASHATTN_SM90_PINGPONG 0
 #endif
-  static constexpr bool kPingpong = FLASHATTN_SM90_PINGPONG && kHeadDim <= 128;
+  static constexpr bool kPingpong =
+      FLASHATTN_SM90_PINGPONG && kHeadDim <= 128 && kConsumerWGs == 2;
 
   // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
   // then Q's buffer is free for the next tile's Q as soon as the last
@@ -104,8 +106,8 @@ struct FwdTraits {
   static constexpr uint32_t kQEmptyArrivals = kSeparateO ? 4 * kConsumerWGs : kConsumerWGs;
 
   // Named barrier ids (0 is __syncthreads).
-  static constexpr uint32_t kBarEpilogue = 1;   // + consumer warpgroup
-  static constexpr uint32_t kBarScheduler = 3;  // + consumer warpgroup
+  static constexpr uint32_t kBarEpilogue = 1;                     // + consumer warpgroup
+  static constexpr uint32_t kBarScheduler = 1 + kConsumerWGs;      // + consumer warpgroup
 };
 
 }  // namespace flashattn::detail::cuda::sm90

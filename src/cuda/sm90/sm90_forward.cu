@@ -160,9 +160,6 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   if (p.seqlen_q > kMaxSeqlen || p.seqlen_k > kMaxSeqlen) {
     return unsupported("sequence lengths above 2^28");
   }
-  if (p.batch > 65535 || p.heads_q > 65535) {
-    return unsupported("batch and heads_q must be <= 65535 (grid limits)");
-  }
   if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) {
     return invalid("k: heads_q must be a multiple of heads_kv");
   }
@@ -181,8 +178,9 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   for (const Operand* t : {&q, &k, &v, &o}) {
     if (Status s = check_alignment(*t, p.batch, esize); !s.ok()) return s;
   }
+  const int block_m = block_m_for(static_cast<int>(p.head_dim));
   const int block_n = block_n_for(static_cast<int>(p.head_dim));
-  if (Status s = encode(&args->tm_q, q, p.batch, p.head_dim, p.dtype, kBlockM); !s.ok()) return s;
+  if (Status s = encode(&args->tm_q, q, p.batch, p.head_dim, p.dtype, block_m); !s.ok()) return s;
   if (Status s = encode(&args->tm_k, k, p.batch, p.head_dim, p.dtype, block_n); !s.ok()) return s;
   if (Status s = encode(&args->tm_v, v, p.batch, p.head_dim, p.dtype, block_n); !s.ok()) return s;
   if (Status s = encode(&args->tm_o, o, p.batch, p.head_dim, p.dtype, 64); !s.ok()) return s;
@@ -197,7 +195,7 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   args->group = static_cast<int>(p.heads_q / p.heads_kv);
   args->window_left = clamp_window(p.window_left);
   args->window_right = clamp_window(p.window_right);
-  const int64_t num_m = (sq + kBlockM - 1) / kBlockM;
+  const int64_t num_m = (sq + block_m - 1) / block_m;
   const int64_t num_tiles = num_m * p.heads_q * p.batch;
   if (num_tiles > INT32_MAX) return unsupported("more than 2^31 query tiles");
   const int sms = sm_count(p.device_index);

@@ -10,7 +10,7 @@ namespace flashattn::detail::cuda::sm90 {
 // Ok when this kernel can run `p` on p.device_index. Unsupported (dispatch
 // may fall back to the sm80 path) for: device not sm_90, dtype other than
 // fp16/bf16, head_dim not in {64, 128, 256}, softcap, scale <= 0, lengths over
-// 2^30. InvalidArgument naming the tensor when a pointer or stride breaks
+// 2^28. InvalidArgument naming the tensor when a pointer or stride breaks
 // TMA's 16-byte alignment rule.
 Status can_implement(const FwdParams& p) noexcept;
 
