@@ -97,16 +97,21 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
       load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
       for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
     }
-    if (c0 + FBC < kr.end) {
-      const int64_t n1 = std::min(kr.end, c0 + 2 * FBC);
-      prefetch_rows(K, c0 + FBC, n1, d);
-      prefetch_rows(V, c0 + FBC, n1, d);
-    }
+    // The next tile's K/V rows are prefetched a slice per column chunk of the
+    // softmax below: spread out, the misses overlap the exp work instead of
+    // filling the line-fill buffers in one burst.
+    const int64_t pf0 = c0 + FBC, pf1 = std::min(kr.end, c0 + 2 * FBC);
+    const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
     gemm<false>(nk, ncol, d, kb, d, 1, qt, FBR, s, FBR);
     if (!mask.tile_full(r0, r0 + nq, c0, c0 + nk)) mask_tile(s, FBR, 1, mask, r0, nq, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
     for (int64_t c = 0; c < ncol; c += VW) {
+      if (pf_step) {
+        const int64_t a = pf0 + c / VW * pf_step, e = std::min(pf1, a + pf_step);
+        prefetch_rows(K, a, e, d);
+        prefetch_rows(V, a, e, d);
+      }
       vf mx = vsplat(kNegInf);
       for (int64_t j = 0; j < nk; ++j) {
         vf x = vload(s + j * FBR + c);
