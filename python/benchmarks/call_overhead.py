@@ -10,9 +10,11 @@ For one tiny problem (batch 1, seqlen 1, 1 head, head_dim 64) it times:
             ctypes round trip + C checks, no kernel;
   numpy     flashattn.numpy.forward;
   op        torch.ops.flashattn.fwd (the custom op, dispatcher included);
-  attention flashattn.attention (the public torch function);
-  autograd  attention forward + backward with requires_grad inputs, minus
-            raw forward + raw backward;
+  attention flashattn.attention (the public torch function; eager fast path),
+            plain, under inference_mode, and with requires_grad inputs;
+  autograd  attention forward + backward with requires_grad inputs, next to
+            the two implementation functions called back to back;
+  via op    the same with the eager fast path off (FLASHATTN_EAGER_FAST_PATH=0);
 and reports each wrapper's overhead = its time - raw.  CUDA timings
 synchronise once per batch of calls, so they measure host-side cost (the
 launch path), which is what overhead is.
@@ -98,27 +100,36 @@ def main():
             bref = ctypes.byref(bad)
             rows["reject"] = bench(lambda: lib.fa_forward(bref), n)
 
+        tops = importlib.import_module("flashattn._torch_ops")
         op = torch.ops.flashattn.fwd
         rows["op"] = bench(lambda: op(x, x, x, 0.0, False, -1, -1, 0.0, False), n)
         rows["attention"] = bench(lambda: flashattn.attention(x, x, x), n)
+        with torch.inference_mode():
+            rows["attention (inference_mode)"] = bench(lambda: flashattn.attention(x, x, x), n)
         sync()
         xg = x.clone().requires_grad_()
+        rows["attention (requires_grad)"] = bench(lambda: flashattn.attention(xg, xg, xg), n)
+        o, lse = op(x, x, x, 0.0, False, -1, -1, 0.0, False)
+        rows["raw fwd+bwd (impls)"] = bench(lambda: (tops._fwd_impl(x, x, x, 0.0, False, -1, -1, 0.0, False),
+                                                     tops._bwd_impl(o, x, x, x, o, lse, 0.0, False, -1, -1, 0.0, False)), n)
 
         def fb():
-            o = flashattn.attention(xg, xg, xg)
-            o.backward(o)
+            out = flashattn.attention(xg, xg, xg)
+            out.backward(out)
 
         rows["fwd+bwd autograd"] = bench(fb, max(n // 4, 1))
-        # raw backward for the same shape, through the op (no autograd)
-        o, l = op(x, x, x, 0.0, False, -1, -1, 0.0, False)
-        rows["bwd op"] = bench(lambda: torch.ops.flashattn.bwd(o, x, x, x, o, l, 0.0, False, -1, -1, 0.0, False), n)
+        tops.EAGER_FAST_PATH = False
+        rows["attention via op"] = bench(lambda: flashattn.attention(x, x, x), n)
+        rows["fwd+bwd autograd via op"] = bench(fb, max(n // 4, 1))
+        tops.EAGER_FAST_PATH = True
         sync()
 
     raw = rows.get("raw")
     print(f"device {a.device}, shape {shape}, median of 7 x {n} calls")
     for k, v in rows.items():
         extra = ""
-        if raw is not None and k in ("numpy", "op", "attention"):
+        if raw is not None and k in ("numpy", "op", "attention", "attention (inference_mode)",
+                                     "attention (requires_grad)", "attention via op"):
             extra = f"   overhead vs raw: {v - raw:7.2f} us"
         print(f"  {k:18s} {v:8.2f} us{extra}")
 

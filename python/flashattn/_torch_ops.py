@@ -13,10 +13,22 @@ is not contiguous is first copied with ``.contiguous()``.  Outputs are always
 freshly allocated contiguous BSHD tensors; lse is float32 [B, Hq, Sq].
 
 CUDA tensors run on ``torch.cuda.current_stream(device)``.
+
+Eager fast path: the custom-op machinery (Python dispatch, the generated
+autograd wrapper, the dynamo-disable guard) costs tens of microseconds per
+call, several times a small kernel's launch.  ``attention`` therefore calls
+the implementation directly (through a plain ``torch.autograd.Function`` when
+a gradient is needed) for plain tensors in eager mode, and goes through
+``torch.ops.flashattn.fwd`` whenever anything might need to see the op:
+torch.compile tracing, tensor subclasses, dispatch or function modes
+(FakeTensorMode, FlopCounterMode, ...), functorch transforms.  Both paths run
+the same ``_fwd_impl`` / ``_bwd_impl``.  ``FLASHATTN_EAGER_FAST_PATH=0`` (or
+``flashattn._torch_ops.EAGER_FAST_PATH = False``) always uses the op.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Tuple
 
 import torch
@@ -72,10 +84,35 @@ def _lse_values(t: Tensor) -> tuple:
     return (t.data_ptr(), _capi.FA_F32, fa_dev, idx, 3, b, h, sq, 0, h * sq, sq, 1, 0)
 
 
-def _stream(t: Tensor) -> int:
-    if t.device.type == "cuda":
-        return torch.cuda.current_stream(t.device).cuda_stream
-    return 0
+try:  # what inductor's generated code uses: no Stream object per call
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+except AttributeError:  # pragma: no cover - CPU-only torch builds
+    def _raw_stream(index: int) -> int:
+        return torch.cuda.current_stream(index).cuda_stream
+
+
+def _empty_bshd(shape, like: Tensor, t: tuple):
+    """A new contiguous BSHD tensor on like's device and its packed values;
+    t is like's packed values (dtype code, device, index reused)."""
+    b, s, h, d = shape
+    x = torch.empty(shape, dtype=like.dtype, device=like.device)
+    return x, (x.data_ptr(), t[1], t[2], t[3], 4, b, s, h, d, s * h * d, h * d, d, 1)
+
+
+def _fwd_impl(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool,
+              window_left: int, window_right: int, softcap: float, deterministic: bool):
+    q, tq = _view("q", q)
+    k, tk = _view("k", k)
+    v, tv = _view("v", v)
+    B, Sq, Hq = tq[5], tq[6], tq[7]
+    out, to = _empty_bshd(q.shape, q, tq)
+    lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
+    fa_dev, idx = tq[2], tq[3]
+    _capi.forward_packed(*tq, *tk, *tv, *to,
+                         lse.data_ptr(), _capi.FA_F32, fa_dev, idx, 3, B, Hq, Sq, 0, Hq * Sq, Sq, 1, 0,
+                         softmax_scale, softcap, window_left, window_right, causal, deterministic,
+                         _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0)
+    return out, lse
 
 
 @torch.library.custom_op("flashattn::fwd", mutates_args=())
@@ -84,16 +121,8 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, win
     """Returns (out [B, Sq, Hq, D] in q's dtype, lse fp32 [B, Hq, Sq]).
     softmax_scale 0 means 1/sqrt(head_dim); ``deterministic`` only matters to
     the backward (it is an input so the autograd context can see it)."""
-    q, tq = _view("q", q)
-    k, tk = _view("k", k)
-    v, tv = _view("v", v)
-    B, Sq, Hq, D = q.shape
-    out = torch.empty((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
-    lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
-    _, to = _view("out", out)
-    _capi.forward_packed(*tq, *tk, *tv, *to, *_lse_values(lse), softmax_scale, softcap,
-                         window_left, window_right, causal, deterministic, _stream(q))
-    return out, lse
+    return _fwd_impl(q, k, v, softmax_scale, causal, window_left, window_right, softcap,
+                     deterministic)
 
 
 @fwd.register_fake
@@ -103,27 +132,35 @@ def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap
     return (q.new_empty((B, Sq, Hq, D)), q.new_empty((B, Hq, Sq), dtype=torch.float32))
 
 
-@torch.library.custom_op("flashattn::bwd", mutates_args=())
-def bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-        softmax_scale: float, causal: bool, window_left: int, window_right: int, softcap: float,
-        deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    """Gradients (dq, dk, dv) of sum(out * dout); shapes and dtypes of q, k, v."""
+def _bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+              softmax_scale: float, causal: bool, window_left: int, window_right: int,
+              softcap: float, deterministic: bool):
     q, tq = _view("q", q)
     k, tk = _view("k", k)
     v, tv = _view("v", v)
     out, to = _view("out", out)
     dout, tdo = _view("dout", dout)
+    if not isinstance(lse, Tensor) or lse.dtype != torch.float32 or lse.dim() != 3:
+        raise _capi.InvalidArgumentError(
+            "lse: expected the forward's float32 [batch, heads_q, seqlen_q] tensor")
     lse = lse.contiguous()
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
-    _, tdq = _view("dq", dq)
-    _, tdk = _view("dk", dk)
-    _, tdv = _view("dv", dv)
+    dq, tdq = _empty_bshd(q.shape, q, tq)
+    dk, tdk = _empty_bshd(k.shape, k, tk)
+    dv, tdv = _empty_bshd(v.shape, v, tv)
+    fa_dev, idx = tq[2], tq[3]
     _capi.backward_packed(*tq, *tk, *tv, *to, *tdo, *_lse_values(lse), *tdq, *tdk, *tdv,
                           softmax_scale, softcap, window_left, window_right, causal, deterministic,
-                          _stream(q))
+                          _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0)
     return dq, dk, dv
+
+
+@torch.library.custom_op("flashattn::bwd", mutates_args=())
+def bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+        softmax_scale: float, causal: bool, window_left: int, window_right: int, softcap: float,
+        deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """Gradients (dq, dk, dv) of sum(out * dout); shapes and dtypes of q, k, v."""
+    return _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, window_left, window_right,
+                     softcap, deterministic)
 
 
 @bwd.register_fake
@@ -151,6 +188,53 @@ def _backward(ctx, dout, dlse):
 fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
+class _EagerAttention(torch.autograd.Function):
+    """The eager fast path's autograd node: same impls, same saved tensors,
+    no dispatcher round trips."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, softmax_scale, causal, window_left, window_right, softcap,
+                deterministic):
+        out, lse = _fwd_impl(q, k, v, softmax_scale, causal, window_left, window_right, softcap,
+                             deterministic)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.params = (softmax_scale, causal, window_left, window_right, softcap, deterministic)
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, *ctx.params)
+        return dq, dk, dv, None, None, None, None, None, None
+
+
+EAGER_FAST_PATH = os.environ.get("FLASHATTN_EAGER_FAST_PATH", "1") != "0"
+_is_compiling = torch.compiler.is_compiling
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_mode = torch._C._is_torch_function_mode_enabled
+_functorch_level = torch._C._functorch.peek_interpreter_stack
+_profiler_enabled = torch._C._autograd._profiler_enabled
+
+
+def _fast_path_ok(q, k, v) -> bool:
+    # _is_compiling() first: under dynamo it is a constant True and nothing
+    # after it is traced.
+    return (not _is_compiling() and EAGER_FAST_PATH and type(q) is Tensor
+            and type(k) is Tensor and type(v) is Tensor and not _dispatch_modes()
+            and not _function_mode() and _functorch_level() is None
+            and not _profiler_enabled())
+
+
+def _forward(q, k, v, *params):
+    if not _fast_path_ok(q, k, v):  # the op: visible to compile, modes, subclasses, profiler
+        return torch.ops.flashattn.fwd(q, k, v, *params)
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _EagerAttention.apply(q, k, v, *params)
+    return _fwd_impl(q, k, v, *params)
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, softmax_scale=None,
               window=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
               deterministic: bool = False):
@@ -172,6 +256,6 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, softmax_
     (BHSD tensors: pass ``x.transpose(1, 2)``); others are copied first.
     """
     o = resolve_options(causal, softmax_scale, window, softcap)
-    out, lse = torch.ops.flashattn.fwd(q, k, v, o["softmax_scale"], o["causal"], o["window_left"],
-                                       o["window_right"], o["softcap"], bool(deterministic))
+    out, lse = _forward(q, k, v, o["softmax_scale"], o["causal"], o["window_left"],
+                        o["window_right"], o["softcap"], bool(deterministic))
     return (out, lse) if return_lse else out

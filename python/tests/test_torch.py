@@ -61,11 +61,21 @@ CASES = [  # (b, sq, sk, hq, hk, d, causal, window, softcap)
 ]
 
 
+@pytest.fixture(params=["eager", "op"])
+def path(request, monkeypatch):
+    """eager: attention's fast path (autograd.Function, no dispatcher);
+    op: always through torch.ops.flashattn.fwd and its registered autograd."""
+    from flashattn import _torch_ops
+
+    monkeypatch.setattr(_torch_ops, "EAGER_FAST_PATH", request.param == "eager")
+    return request.param
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "b{}-q{}-k{}-h{}:{}-d{}-c{}-w{}:{}-cap{}".format(
     *c[:7], *c[7], c[8]))
-def test_forward_backward_against_float64(gen, device, dtype, case):
+def test_forward_backward_against_float64(gen, device, dtype, case, path):
     b, sq, sk, hq, hk, d, causal, window, cap = case
     _skip_unsupported(device, dtype, d)
     q, k, v = (_randn(s, "cpu", gen) for s in ((b, sq, hq, d), (b, sk, hk, d), (b, sk, hk, d)))
@@ -245,6 +255,23 @@ def test_return_lse_and_its_gradient_is_not_propagated():
     torch.testing.assert_close(lse, ref, rtol=1e-5, atol=1e-5)
     out.sum().backward()
     assert q.grad is not None
+
+
+def test_op_is_visible_to_the_profiler_and_modes():
+    """The eager fast path steps aside when someone is watching."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    q, k, v = _args("cpu", requires_grad=True)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], acc_events=True) as prof:
+        flashattn.attention(q, k, v).sum().backward()
+    names = {e.name for e in prof.events()}
+    assert "flashattn::fwd" in names and "flashattn::bwd" in names, sorted(names)[:50]
+    with FlopCounterMode(display=False):  # a dispatch mode: the op path, no crash
+        flashattn.attention(q, k, v)
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        fq = torch.empty(2, 9, 4, 64)
+        fo = flashattn.attention(fq, fq, fq)
+        assert fo.shape == (2, 9, 4, 64)
 
 
 def test_inference_mode_and_no_grad():
