@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "common/elem.hpp"
@@ -12,6 +13,9 @@
 #include "cuda_check.hpp"
 #include "sm80/kernel_traits.hpp"
 #include "sm80/launch.hpp"
+#ifdef FLASHATTN_WITH_SM90
+#include "sm90/sm90_forward.hpp"
+#endif
 
 namespace flashattn::detail::cuda {
 
@@ -198,6 +202,20 @@ class Workspace {
   cudaStream_t stream_ = nullptr;
 };
 
+#ifdef FLASHATTN_WITH_SM90
+// The Hopper forward takes what it can (sm_90 devices; fp16/bf16; head dims
+// 64/128/256; no softcap) and everything else runs on the sm80 kernels.
+// FLASHATTN_DISABLE_SM90=1 forces the sm80 path, so that it can be tested on
+// a Hopper GPU too.
+bool use_sm90(const FwdParams& p) {
+  static const bool disabled = [] {
+    const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
+    return e != nullptr && e[0] != '\0' && e[0] != '0';
+  }();
+  return !disabled && sm90::can_implement(p).ok();
+}
+#endif
+
 }  // namespace
 
 Status can_implement(const AttnParams& p) noexcept {
@@ -224,6 +242,9 @@ Status forward(const FwdParams& p) noexcept {
     DeviceGuard guard;
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
+#ifdef FLASHATTN_WITH_SM90
+    if (use_sm90(p)) return sm90::run_forward(p);
+#endif
     s = check_device(p.device_index, k.fwd_smem, "the forward");
     if (!s.ok()) return s;
     return k.fwd(p);

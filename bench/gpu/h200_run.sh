@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# What the lead runs on the H200 (device tool), in one call per stage, with a
+# CUDA build folder carried over (default build-h200, configured with
+# -DFLASHATTN_CUDA=ON). Logs go to $OUT (the device tool's return folder).
+#
+#   bench/gpu/h200_run.sh tests   GPU test sweep (Hopper + forced-sm80 forward),
+#                                 compute-sanitizer memcheck/racecheck/synccheck
+#   bench/gpu/h200_run.sh python  pytest with CUDA tensors, GPT-block example
+#   bench/gpu/h200_run.sh bench   flashattn vs torch SDPA flash/cuDNN, DESIGN.md grid
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${FLASHATTN_BUILD_DIR:-$root/build-h200}
+out=${OUT:-/tmp/fa_out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$build/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export FLASHATTN_LIBRARY="$build/src/libflashattn.so.0.1.0"  # the file, not a symlink
+export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+T="$build/tests/flashattn_gpu_tests"
+# Small shapes for the sanitizers: odd lengths, Sq != Sk both ways, GQA, causal.
+SAN_FILTER='Small/*bf16_b*_q113_k17_*d64*:Small/*_f16_b*_q17_k113_*d128*:Small/*bf16_b*_q113_k113_*d256*'
+
+stage_tests() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "== GPU sweep, default dispatch (sm90a forward where it applies) =="
+  timeout 280 "$T" --gtest_brief=1 2>&1 | tail -n 40
+  echo "rc=$?"
+  echo "== GPU sweep with FLASHATTN_DISABLE_SM90=1 (sm80 forward), Small + Features =="
+  FLASHATTN_DISABLE_SM90=1 timeout 120 "$T" --gtest_brief=1 --gtest_filter='Small/*:Features/*' 2>&1 | tail -n 20
+  echo "rc=$?"
+  for tool in memcheck racecheck synccheck; do
+    for sm90 in 0 1; do
+      echo "== compute-sanitizer $tool (FLASHATTN_DISABLE_SM90=$sm90) =="
+      FLASHATTN_DISABLE_SM90=$sm90 timeout 60 compute-sanitizer --tool $tool --print-limit 20 \
+        "$T" --gtest_brief=1 --gtest_filter="$SAN_FILTER" 2>&1 | tail -n 8
+    done
+  done
+}
+
+stage_python() {
+  python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
+  timeout 300 python3 -m pytest -q -x "$root/python/tests" 2>&1 | tail -n 30
+  echo "rc=$?"
+  timeout 120 python3 "$root/python/examples/train_gpt_block.py" --device cuda 2>&1 | tail -n 20
+}
+
+stage_bench() {
+  timeout 500 python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers.csv" "$@" 2>&1 | tail -n 120
+}
+
+stage=${1:-tests}
+shift || true
+"stage_$stage" "$@" 2>&1 | tee "$out/h200-$stage.log"
