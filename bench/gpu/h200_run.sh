@@ -23,15 +23,15 @@ SAN_FILTER='Small/*bf16_b*_q113_k17_*d64*:Small/*_f16_b*_q17_k113_*d128*:Small/*
 stage_tests() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   echo "== GPU sweep, default dispatch (sm90a forward where it applies) =="
-  timeout 280 "$T" --gtest_brief=1 2>&1 | tail -n 40
+  timeout ${FA_T_SWEEP:-280} "$T" --gtest_brief=1 2>&1 | tail -n 40
   echo "rc=$?"
   echo "== GPU sweep with FLASHATTN_DISABLE_SM90=1 (sm80 forward), Small + Features =="
-  FLASHATTN_DISABLE_SM90=1 timeout 120 "$T" --gtest_brief=1 --gtest_filter='Small/*:Features/*' 2>&1 | tail -n 20
+  FLASHATTN_DISABLE_SM90=1 timeout ${FA_T_SM80:-120} "$T" --gtest_brief=1 --gtest_filter='Small/*:Features/*' 2>&1 | tail -n 20
   echo "rc=$?"
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck}; do
     for sm90 in 0 1; do
       echo "== compute-sanitizer $tool (FLASHATTN_DISABLE_SM90=$sm90) =="
-      FLASHATTN_DISABLE_SM90=$sm90 timeout 60 compute-sanitizer --tool $tool --print-limit 20 \
+      FLASHATTN_DISABLE_SM90=$sm90 timeout ${FA_T_SAN:-60} compute-sanitizer --tool $tool --print-limit 20 \
         "$T" --gtest_brief=1 --gtest_filter="$SAN_FILTER" 2>&1 | tail -n 8
     done
   done
@@ -45,7 +45,12 @@ stage_python() {
 }
 
 stage_bench() {
-  timeout 500 python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers.csv" "$@" 2>&1 | tail -n 120
+  timeout ${FA_T_BENCH:-500} python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers.csv" "$@" 2>&1 | tail -n 120
+}
+
+stage_all() {
+  stage_tests
+  stage_bench "$@"
 }
 
 stage=${1:-tests}
