@@ -129,6 +129,7 @@ void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<dou
               if (d.cap > 0) ds *= 1.f - t[j] * t[j];
               ds = round_to(dt, ds);
               const float pr = round_to(dt, pf);
+#pragma omp simd  // element-wise updates: same result as the plain loop
               for (int64_t e = 0; e < d.D; ++e) {
                 dqa[e] += ds * kj[e];
                 dka[j * d.D + e] += ds * qi[e];
