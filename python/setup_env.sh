@@ -66,7 +66,7 @@ install_full() {
 }
 
 install_lite() {
-  log "installing torch==$TORCH_VERSION without PyPI's CUDA stack (lite)"
+  log "installing torch==$TORCH_VERSION without PyPI's CUDA stack (lite; pip will warn about the CUDA wheels it leaves out)"
   local t0=$SECONDS
   "${PIP[@]}" install --no-deps "torch==$TORCH_VERSION"
   # torch's pure-Python requirements (its METADATA, less the CUDA wheels).

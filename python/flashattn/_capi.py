@@ -5,7 +5,8 @@ and element strides.  The shared library is found, in this order:
 
 1. ``$FLASHATTN_LIBRARY``: a path to ``libflashattn.so`` (or a folder holding
    it), e.g. a CMake build folder: ``FLASHATTN_LIBRARY=build/src/libflashattn.so``;
-2. the copy installed inside this package by ``pip install``.
+2. the copy installed inside this package by ``pip install`` (any folder of
+   the package's ``__path__``, so editable installs work too).
 
 The library is opened on first use, so ``import flashattn`` never fails for a
 missing library; the first call raises ``FlashAttnLibraryError`` instead.
@@ -155,8 +156,12 @@ def _candidates() -> list:
     if env:
         found.append(os.path.join(env, _lib_name()) if os.path.isdir(env) else env)
         return found  # an explicit choice is never second-guessed
-    here = os.path.dirname(os.path.abspath(__file__))
-    found.append(os.path.join(here, _lib_name()))
+    # The package folder(s): an editable install (pip install -e) puts the
+    # library in site-packages/flashattn while __file__ stays in the source
+    # tree; the package's __path__ lists both.
+    pkg = sys.modules.get(__package__ or "")
+    dirs = list(getattr(pkg, "__path__", None) or [os.path.dirname(os.path.abspath(__file__))])
+    found.extend(os.path.join(d, _lib_name()) for d in dirs)
     return found
 
 
