@@ -31,6 +31,11 @@ struct Epilogue {
                                const float (&inv)[2], const float (&lse)[2]) {
     const int warp = tid / 32, lane = tid % 32;
     const int row0 = wg * 64 + warp * 16 + lane / 4;  // row within the CTA tile; row1 = row0 + 8
+    if constexpr (T::kDirectO) {
+      store_direct(a, tile, row0, lane, o, inv);
+      store_lse(a, tile, row0, lane, lse);
+      return;
+    }
     if constexpr (T::kSeparateO) {
       // The previous tile's store must have finished reading the buffer.
       if (tid == 0) tma_store_wait_read();
@@ -69,12 +74,38 @@ struct Epilogue {
         mbar_arrive(sm.q_empty());
       }
     }
+    store_lse(a, tile, row0, lane, lse);
+  }
+
+  __device__ static void store_lse(const KernelArgs& a, const WorkTile& tile, int row0, int lane,
+                                   const float (&lse)[2]) {
     if (a.lse != nullptr && (lane & 3) == 0) {
       float* lrow = a.lse + (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) *
                                 static_cast<int64_t>(a.seqlen_q);
       const int r0 = tile.m_block * kBlockM + row0;
       if (r0 < a.seqlen_q) lrow[r0] = lse[0];
       if (r0 + 8 < a.seqlen_q) lrow[r0 + 8] = lse[1];
+    }
+  }
+
+  // Registers -> global, 4 bytes (2 elements) per store; rows >= seqlen_q skipped.
+  __device__ static void store_direct(const KernelArgs& a, const WorkTile& tile, int row0,
+                                      int lane, const float (&o)[kHeadDim / 2],
+                                      const float (&inv)[2]) {
+    using E = ElementTraits<typename T::Element>;
+    const int g0 = tile.m_block * kBlockM + row0;
+    auto* base = static_cast<uint16_t*>(a.out) + tile.batch * a.o_stride_batch +
+                 tile.head * a.o_stride_head + 2 * (lane & 3);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int g = g0 + 8 * r;
+      if (g >= a.seqlen_q) continue;
+      uint16_t* row = base + g * a.o_stride_seq;
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j) {
+        *reinterpret_cast<uint32_t*>(row + 8 * j) =
+            E::pack(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
+      }
     }
   }
 

@@ -1,7 +1,7 @@
 // Hopper forward kernel: FlashAttention-3 (Shah et al., 2024): §3.1 warp
 // specialisation and §3.2's intra-warpgroup overlap of softmax with the
 // tensor-core work; §3.2's pingpong schedule between the two consumer
-// warpgroups is implemented but off (it measured slower here).
+// warpgroups for short key sequences (sm90_forward.cu picks it).
 //
 // Roles (1 + kConsumerWGs warpgroups, one CTA per SM, walking work tiles
 // (tile_scheduler.cuh)):
@@ -80,7 +80,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   // With a separate O buffer, Q's buffer goes back to the producer as soon
   // as this warp's last Q K^T has retired (one arrival per warp).
   auto release_q = [&]() {
-    if constexpr (T::kSeparateO) {
+    if constexpr (T::kEarlyQRelease) {
       if (lane == 0) mbar_arrive(sm.q_empty());
     }
   };
@@ -88,23 +88,28 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   mbar_wait(sm.q_full(), tile_iter & 1);
   const uint64_t dq = ML::q_desc(sm, wg);
 
-  // Pingpong turns (off by default, T::kPingpong): warpgroup w waits on
+  // Pingpong turns (when T::kPingpong and a.pingpong): warpgroup w waits on
   // barrier kBarScheduler + w before issuing a tile's wgmmas and then hands
   // the turn to the other one (256 threads per barrier phase: its own 128
   // syncing + the other's 128 arriving). Warpgroup 0 gives itself the first
   // turn of each work tile; warpgroup 1 skips its last hand-over of the tile,
   // which nobody would consume, so every barrier phase completes.
   const int n_tiles = range.n_end - range.n_begin;
+  const bool pingpong = T::kPingpong && a.pingpong != 0;
   auto sched_sync = [&]() {
-    if constexpr (T::kPingpong) named_barrier_sync(T::kBarScheduler + wg, 256);
+    if constexpr (T::kPingpong) {
+      if (pingpong) named_barrier_sync(T::kBarScheduler + wg, 256);
+    }
   };
   auto sched_arrive = [&](bool last) {
     if constexpr (T::kPingpong) {
-      if (!(wg == 1 && last)) named_barrier_arrive(T::kBarScheduler + (1 - wg), 256);
+      if (pingpong && !(wg == 1 && last)) {
+        named_barrier_arrive(T::kBarScheduler + (1 - wg), 256);
+      }
     }
   };
   if constexpr (T::kPingpong) {
-    if (wg == 0 && n_tiles > 0) named_barrier_arrive(T::kBarScheduler, 256);
+    if (pingpong && wg == 0 && n_tiles > 0) named_barrier_arrive(T::kBarScheduler, 256);
   }
 
   if (n_tiles == 0) release_q();  // no key visible: Q is not read

@@ -42,6 +42,8 @@ struct KernelArgs {
   CUtensorMap tm_v;  // box {64, kBlockN}
   CUtensorMap tm_o;  // box {64, 64}: each consumer warpgroup stores its own rows
   float* lse;        // [B, Hq, Sq] or nullptr
+  void* out;         // O base pointer and strides in elements (direct-store epilogue)
+  int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;
@@ -50,6 +52,7 @@ struct KernelArgs {
   float scale;       // softmax scale (natural units, for the LSE)
   float scale_log2;  // scale * log2(e): exp(scale*(s-m)) = exp2(s*scale_log2 - m*scale_log2)
   int longest_first;  // causal/window: schedule the m blocks with the most keys first
+  int pingpong;       // consumer warpgroups take turns issuing wgmmas (2 consumers only)
 };
 
 }  // namespace flashattn::detail::cuda::sm90

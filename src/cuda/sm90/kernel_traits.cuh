@@ -67,15 +67,11 @@ struct FwdTraits {
       FLASHATTN_SM90_STAGES < kStagesFit ? FLASHATTN_SM90_STAGES : kStagesFit;
   static_assert(kStages >= 2, "");
 
-  // Pingpong (FA3 §3.2, "inter-warpgroup overlap"): the consumer warpgroups
-  // take turns issuing their wgmmas, so one's softmax runs under the other's
-  // GEMMs. FA3 enables it with the intra-warpgroup overlap for head_dim <= 128;
-  // here it measured slower at long sequences (bench/sm90/NOTES.md), so off.
-#ifndef FLASHATTN_SM90_PINGPONG
-#define FLASHATTN_SM90_PINGPONG 0
-#endif
-  static constexpr bool kPingpong =
-      FLASHATTN_SM90_PINGPONG && kHeadDim <= 128 && kConsumerWGs == 2;
+  // Pingpong (FA3 §3.2, "inter-warpgroup overlap"): the two consumer
+  // warpgroups take turns issuing their wgmmas, so one's softmax runs under
+  // the other's GEMMs. Compiled in for two consumers; switched on per launch
+  // (KernelArgs::pingpong, chosen in sm90_forward.cu).
+  static constexpr bool kPingpong = kConsumerWGs == 2;
 
   // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
   // then Q's buffer is free for the next tile's Q as soon as the last
@@ -84,6 +80,15 @@ struct FwdTraits {
   // once the TMA store has read it.
   static constexpr bool kSeparateO =
       kQBytes + 2 * kStages * kKVBytes + kQBytes + 2048 <= 227 * 1024;
+  // Where no O buffer fits, the epilogue can instead store straight from
+  // registers to global memory (4-byte stores), which frees Q's buffer right
+  // after the last Q K^T as well.
+#ifndef FLASHATTN_SM90_DIRECT_O
+#define FLASHATTN_SM90_DIRECT_O 0
+#endif
+  static constexpr bool kDirectO = !kSeparateO && FLASHATTN_SM90_DIRECT_O;
+  // Q's buffer is given back after the last Q K^T (else after the O store).
+  static constexpr bool kEarlyQRelease = kSeparateO || kDirectO;
 
   // Shared memory (byte offsets from a 1024-aligned base).
   static constexpr int kQOff = 0;
@@ -103,7 +108,7 @@ struct FwdTraits {
   static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
   // Q's buffer is released per warp after its last Q K^T (separate O), or by
   // one thread per warpgroup after the O store has read it (O staged in Q).
-  static constexpr uint32_t kQEmptyArrivals = kSeparateO ? 4 * kConsumerWGs : kConsumerWGs;
+  static constexpr uint32_t kQEmptyArrivals = kEarlyQRelease ? 4 * kConsumerWGs : kConsumerWGs;
 
   // Named barrier ids (0 is __syncthreads).
   static constexpr uint32_t kBarEpilogue = 1;                     // + consumer warpgroup

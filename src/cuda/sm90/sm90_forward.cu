@@ -52,6 +52,9 @@ Status invalid(const std::string& m) {
 // TMA coordinates) handles without overflow.
 constexpr int64_t kMaxSeqlen = int64_t(1) << 28;
 
+// Longest seqlen_k for which the consumer warpgroups take turns (pingpong).
+constexpr int64_t kPingpongMaxSeqlenK = 2048;
+
 struct Operand {
   const char* name;
   const void* ptr;
@@ -188,6 +191,10 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
   args->lse = p.lse;
+  args->out = p.out;
+  args->o_stride_batch = p.o_str.batch;
+  args->o_stride_seq = p.o_str.seq;
+  args->o_stride_head = p.o_str.head;
   args->batch = static_cast<int>(p.batch);
   args->seqlen_q = static_cast<int>(sq);
   args->seqlen_k = static_cast<int>(sk);
@@ -208,6 +215,15 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   // and spread over many heads (measured: causal 16k hdim 128 fell from ~600
   // to ~380 TFLOP/s), so there each CTA takes one tile and the hardware's
   // in-order block dispatch does the balancing, longest tiles first.
+  // Pingpong pays where a work tile has few key tiles (the two consumer
+  // warpgroups would otherwise hit the tensor cores and the MUFU at the same
+  // time); at long sequences the intra-warpgroup overlap alone measured
+  // faster. Knob for experiments: 0 never, 1 always, 2 by seqlen_k.
+#ifndef FLASHATTN_SM90_PINGPONG
+#define FLASHATTN_SM90_PINGPONG 2
+#endif
+  args->pingpong = FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK ? 1 : 0)
+                                                : FLASHATTN_SM90_PINGPONG;
   const bool masked = args->window_left >= 0 || args->window_right >= 0;
   args->grid_ctas = masked ? static_cast<int>(num_tiles)
                            : static_cast<int>(std::min<int64_t>(num_tiles, sms));
