@@ -23,11 +23,13 @@ SAN_FILTER='Small/*bf16_b*_q113_k17_*d64*:Small/*_f16_b*_q17_k113_*d128*:Small/*
 stage_tests() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   echo "== GPU sweep, default dispatch (sm90a forward where it applies) =="
-  timeout ${FA_T_SWEEP:-280} "$T" --gtest_brief=1 2>&1 | tail -n 40
+  timeout ${FA_T_SWEEP:-280} "$T" --gtest_brief=1 > "$out/gpu-sweep.log" 2>&1
   echo "rc=$?"
+  grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/gpu-sweep.log" | head -n 40
   echo "== GPU sweep with FLASHATTN_DISABLE_SM90=1 (sm80 forward), Small + Features =="
-  FLASHATTN_DISABLE_SM90=1 timeout ${FA_T_SM80:-120} "$T" --gtest_brief=1 --gtest_filter='Small/*:Features/*' 2>&1 | tail -n 20
+  FLASHATTN_DISABLE_SM90=1 timeout ${FA_T_SM80:-120} "$T" --gtest_brief=1 --gtest_filter='Small/*:Features/*' > "$out/gpu-sweep-sm80.log" 2>&1
   echo "rc=$?"
+  grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/gpu-sweep-sm80.log" | head -n 20
   for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck}; do
     for sm90 in 0 1; do
       echo "== compute-sanitizer $tool (FLASHATTN_DISABLE_SM90=$sm90) =="
