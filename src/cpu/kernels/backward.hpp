@@ -35,6 +35,7 @@
 #include "convert.hpp"
 #include "forward.hpp"
 #include "gemm.hpp"
+#include "tile_mask.hpp"
 #include "tiles.hpp"
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
@@ -172,7 +173,7 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
     float* dq = G + L.dq + r * dp;
     gemm<false>(nq, nkc, d, q, dp, 1, kt, BC, s, BC);       // S = (scale Q) K^T
     gemm<false>(nq, nkc, d, dout, dp, 1, vt, BC, dps, BC);  // dP = dO V^T
-    if (!full) mask_tile(s, 1, BC, mask, r0, nq, c0, nk);
+    if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk);
     for (int64_t ii = 0; ii < nq; ++ii) {
       const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
       for (int64_t jj = 0; jj < nkc; jj += VW) {

@@ -20,13 +20,14 @@
 #include "common/mask.hpp"
 #include "convert.hpp"
 #include "gemm.hpp"
+#include "tile_mask.hpp"
 #include "tiles.hpp"
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
 struct FwdLayout {
   int64_t dpad;                              // head_dim rounded up to whole vectors
-  size_t qt, k, v, s, o, m, l, al, tmp, per_thread;  // float offsets in one thread's slice
+  size_t qt, k, v, s, o, m, l, al, tmp, lohi, per_thread;  // float offsets in one thread's slice
 };
 
 inline FwdLayout fwd_layout(int64_t d) {
@@ -42,25 +43,13 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.l = c.take(FBR);
   L.al = c.take(FBR);            // exp(m_old - m_new) of the current tile
   L.tmp = c.take(L.dpad);
+  L.lohi = c.take(2 * FBR);         // int32 key bounds per query column (masking)
   L.per_thread = c.floats;
   return L;
 }
 
 inline size_t forward_workspace_floats(const FwdParams& p, int nthreads) {
   return size_t(nthreads) * fwd_layout(p.head_dim).per_thread;
-}
-
-// Sets masked elements of a score tile to -inf. Tile rows/cols are keys
-// c0.. and queries r0..; element (key j, query i) sits at
-// buf[j * key_stride + i * query_stride].
-inline void mask_tile(float* buf, ptrdiff_t key_stride, ptrdiff_t query_stride,
-                      const WindowMask& mask, int64_t r0, int64_t nq, int64_t c0, int64_t nk) {
-  for (int64_t i = 0; i < nq; ++i) {
-    KeyRange r = mask.keys(r0 + i);
-    int64_t lo = r.begin - c0, hi = r.end - c0;
-    for (int64_t j = 0; j < nk; ++j)
-      if (j < lo || j >= hi) buf[j * key_stride + i * query_stride] = kNegInf;
-  }
 }
 
 template <class T>
@@ -103,7 +92,8 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
     const int64_t pf0 = c0 + FBC, pf1 = std::min(kr.end, c0 + 2 * FBC);
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
     gemm<false>(nk, ncol, d, kb, d, 1, qt, FBR, s, FBR);
-    if (!mask.tile_full(r0, r0 + nq, c0, c0 + nk)) mask_tile(s, FBR, 1, mask, r0, nq, c0, nk);
+    if (!mask.tile_full(r0, r0 + nq, c0, c0 + nk))
+      mask_cols(s, FBR, reinterpret_cast<int32_t*>(ws + L.lohi), mask, r0, nq, ncol, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
     for (int64_t c = 0; c < ncol; c += VW) {
