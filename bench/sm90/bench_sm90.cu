@@ -421,6 +421,10 @@ int run_checks(bool quick) {
       {1, 300, 200, 2, 2, 0, true, 0, -1, kBSHD},        // diagonal only; top rows empty
       {1, 17, 0, 2, 1, 0, false, -1, -1, kBSHD},         // no keys at all
       {1, 130, 129, 2, 1, 0, true, -1, -1, kBSHD, true},  // lse = nullptr
+      // More work tiles than SMs: persistent CTAs walk several tiles each
+      // (Q reuse, K/V ring carried across tiles, pingpong across tiles).
+      {3, 600, 600, 16, 4, 0, false, -1, -1, kBSHD},
+      {2, 700, 300, 24, 8, 0, false, -1, -1, kBHSD},
   };
   if (quick) cases.resize(6);
   int fails = run_argument_checks(), total = 7;

@@ -215,15 +215,18 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   // and spread over many heads (measured: causal 16k hdim 128 fell from ~600
   // to ~380 TFLOP/s), so there each CTA takes one tile and the hardware's
   // in-order block dispatch does the balancing, longest tiles first.
-  // Pingpong pays where a work tile has few key tiles (the two consumer
-  // warpgroups would otherwise hit the tensor cores and the MUFU at the same
-  // time); at long sequences the intra-warpgroup overlap alone measured
-  // faster. Knob for experiments: 0 never, 1 always, 2 by seqlen_k.
+  // Pingpong pays (a little: +3% causal hdim 128 at seqlen 512-1024) where
+  // a work tile has few key tiles and the two consumer warpgroups would
+  // otherwise hit the tensor cores and the MUFU at the same time; at long
+  // sequences and at head_dim 256 the intra-warpgroup overlap alone measured
+  // as fast or faster (bench/sm90/NOTES.md). Knob for experiments: 0 never,
+  // 1 always, 2 by head_dim and seqlen_k.
 #ifndef FLASHATTN_SM90_PINGPONG
 #define FLASHATTN_SM90_PINGPONG 2
 #endif
-  args->pingpong = FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK ? 1 : 0)
-                                                : FLASHATTN_SM90_PINGPONG;
+  args->pingpong = FLASHATTN_SM90_PINGPONG == 2
+                      ? (sk <= kPingpongMaxSeqlenK && p.head_dim <= 128 ? 1 : 0)
+                      : FLASHATTN_SM90_PINGPONG;
   const bool masked = args->window_left >= 0 || args->window_right >= 0;
   args->grid_ctas = masked ? static_cast<int>(num_tiles)
                            : static_cast<int>(std::min<int64_t>(num_tiles, sms));
