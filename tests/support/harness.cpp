@@ -200,7 +200,9 @@ void check_forward(Device dev, const Case& c) {
   const Magnitudes m = magnitudes(in);
   EXPECT_TRUE(within_rule("out", c.dtype, in.out.read(), e.out, e.naive_out, c.seqlen_k, c.head_dim,
                           m.out));
-  if (in.lse.buf) EXPECT_TRUE(lse_within_rule("lse", in.lse.read(), e.lse, e.naive_lse, c.head_dim));
+  if (in.lse.buf) {
+    EXPECT_TRUE(lse_within_rule("lse", in.lse.read(), e.lse, e.naive_lse, c.head_dim));
+  }
 }
 
 void check_backward(Device dev, const Case& c) {
