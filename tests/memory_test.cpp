@@ -82,7 +82,12 @@ TEST(MemoryChild, DISABLED_Forward32kTokens) {
   lim.rlim_cur = address_space_bytes() + margin;
   ASSERT_EQ(setrlimit(RLIMIT_AS, &lim), 0);
   const flashattn::Status st = flashattn::forward(in.fwd_args());
+  // The limit is real: one N x N fp32 score matrix cannot be allocated under it.
+  void* nxn = std::malloc(size_t(kTokens) * size_t(kTokens) * sizeof(float));
+  const bool nxn_fits = nxn != nullptr;
+  std::free(nxn);
   ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);  // soft limit only: can be restored
+  EXPECT_FALSE(nxn_fits) << "the address-space limit would not stop an O(N^2) buffer";
   ASSERT_TRUE(st.ok()) << st.message;
 
   const std::vector<double> out = in.out.read(), lse = in.lse.read();
