@@ -10,12 +10,13 @@
 #include "reference/reference.hpp"
 #include "support/check.hpp"
 #include "support/half.hpp"
-#include "support/naive.hpp"
+#include "reference/naive_same_dtype.hpp"
 #include "support/rng.hpp"
 
 namespace fa_test {
 namespace {
 
+using flashattn::reference::Problem;
 using Vec = std::vector<double>;
 
 struct Data {
@@ -81,7 +82,7 @@ double max_abs(const Vec& x) {
 ::testing::AssertionResult fwd_ok(const Data& x, const Fwd& cand) {
   const Fwd ref = ref_fwd(x.p, x.q, x.k, x.v);
   Vec nout, nlse;
-  naive_forward(x.p, x.dt, x.q, x.k, x.v, &nout, &nlse);
+  flashattn::reference::naive_forward(x.p, x.dt, x.q, x.k, x.v, &nout, &nlse);
   auto a = within_rule("out", x.dt, cand.out, ref.out, nout, x.p.seqlen_k, x.p.head_dim, max_abs(x.v));
   auto b = lse_within_rule("lse", cand.lse, ref.lse, nlse, x.p.head_dim);
   if (a && b) return ::testing::AssertionSuccess();
@@ -91,7 +92,7 @@ double max_abs(const Vec& x) {
 ::testing::AssertionResult bwd_ok(const Data& x, const Bwd& cand, const char* which) {
   const Bwd ref = ref_bwd(x.p, x.q, x.k, x.v, x.dout);
   Vec ndq, ndk, ndv;
-  naive_backward(x.p, x.dt, x.q, x.k, x.v, x.dout, &ndq, &ndk, &ndv);
+  flashattn::reference::naive_backward(x.p, x.dt, x.q, x.k, x.v, x.dout, &ndq, &ndk, &ndv);
   const int64_t g = x.p.heads_q / x.p.heads_kv;
   const int64_t col = std::max(x.p.seqlen_k, x.p.seqlen_q * g);
   const double s = 1.0 / std::sqrt(double(x.p.head_dim));

@@ -1,9 +1,10 @@
 #include "check.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "buffers.hpp"
-#include "reference/naive_lowp.hpp"
+#include "reference/naive_same_dtype.hpp"
 #include "reference/reference.hpp"
 #include "reference/rule.hpp"
 
@@ -14,9 +15,9 @@ using flashattn::reference::Problem;
 
 // Copies heads [h0, h0 + nh) of a [B, S, H, D] dtype tensor at batch b into a
 // dense [1, S, nh, D] float array.
-std::vector<float> slice(const std::vector<char>& t, flashattn::DType dt, int64_t b, int64_t S,
-                         int64_t H, int64_t D, int64_t h0, int64_t nh) {
-  std::vector<float> r(size_t(S * nh * D));
+std::vector<double> slice(const std::vector<char>& t, flashattn::DType dt, int64_t b, int64_t S,
+                          int64_t H, int64_t D, int64_t h0, int64_t nh) {
+  std::vector<double> r(size_t(S * nh * D));
   for (int64_t s = 0; s < S; ++s)
     for (int64_t h = 0; h < nh; ++h)
       for (int64_t d = 0; d < D; ++d)
@@ -25,15 +26,8 @@ std::vector<float> slice(const std::vector<char>& t, flashattn::DType dt, int64_
   return r;
 }
 
-std::vector<double> widen(const std::vector<float>& x) { return {x.begin(), x.end()}; }
-
-CheckLine judge_line(const std::string& what, const std::vector<float>& out,
-                     const std::vector<float>& naive, const std::vector<double>& ref, bool fp32,
-                     int64_t Sk, int64_t D) {
-  auto v = flashattn::reference::judge(
-      out.size(), [&](size_t i) { return double(out[i]); },
-      [&](size_t i) { return double(naive[i]); }, [&](size_t i) { return ref[i]; }, fp32, Sk, D);
-  return {what, v.max_err, v.naive_err, v.tolerance, v.pass};
+CheckLine line(const std::string& what, const flashattn::reference::ErrorStats& s) {
+  return {what, s.max_err, s.naive_err, s.tol, s.pass()};
 }
 
 }  // namespace
@@ -42,8 +36,7 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
   std::vector<CheckLine> lines;
   const int64_t G = hp.Hq / hp.Hkv;
   const int64_t total = hp.B * hp.Hkv;
-  const bool fp32 = hp.dtype == flashattn::DType::F32;
-  const int dt = static_cast<int>(hp.dtype);
+  const double scale = hp.opt.softmax_scale > 0 ? hp.opt.softmax_scale : 1.0 / std::sqrt(double(hp.D));
   Problem pb;
   pb.batch = 1;
   pb.seqlen_q = hp.Sq;
@@ -51,11 +44,12 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
   pb.heads_q = G;
   pb.heads_kv = 1;
   pb.head_dim = hp.D;
-  pb.scale = hp.opt.softmax_scale;
+  pb.scale = scale;
   pb.causal = hp.opt.causal;
   pb.window_left = hp.opt.window_left;
   pb.window_right = hp.opt.window_right;
   pb.softcap = hp.opt.softcap;
+  namespace ref = flashattn::reference;
   for (int g = 0; g < groups && g < total; ++g) {
     // Spread the sampled groups over the batch and heads.
     const int64_t idx = groups == 1 ? total / 2 : g * (total - 1) / (groups - 1);
@@ -64,35 +58,32 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
     auto q = slice(hp.q, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
     auto k = slice(hp.k, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1);
     auto v = slice(hp.v, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1);
-    auto out = slice(hp.out, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
+    auto dout = backward ? slice(hp.dout, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G)
+                         : std::vector<double>{};
+    const ref::Magnitudes m = ref::magnitudes(q, k, v, dout, hp.D, scale);
     const size_t nq = q.size(), nk = k.size(), nl = size_t(G * hp.Sq);
 
-    std::vector<double> ref_out(nq), ref_lse(nl);
-    flashattn::reference::forward(pb, widen(q).data(), widen(k).data(), widen(v).data(),
-                                  ref_out.data(), ref_lse.data());
-    std::vector<float> naive_out(nq), naive_lse(nl);
-    flashattn::reference::naive_lowp_forward(pb, dt, q.data(), k.data(), v.data(),
-                                             naive_out.data(), naive_lse.data());
-    lines.push_back(judge_line("out  " + where, out, naive_out, ref_out, fp32, hp.Sk, hp.D));
+    std::vector<double> ref_out(nq), ref_lse(nl), naive_out, naive_lse;
+    ref::forward(pb, q.data(), k.data(), v.data(), ref_out.data(), ref_lse.data());
+    ref::naive_forward(pb, hp.dtype, q, k, v, &naive_out, &naive_lse);
+    auto out = slice(hp.out, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
+    lines.push_back(line("out  " + where, ref::judge(hp.dtype, out, ref_out, naive_out, hp.Sk, hp.D, m.out)));
     if (!hp.lse.empty()) {
-      std::vector<float> lse(hp.lse.begin() + (b * hp.Hq + hk * G) * hp.Sq,
-                             hp.lse.begin() + (b * hp.Hq + hk * G + G) * hp.Sq);
-      lines.push_back(judge_line("lse  " + where, lse, naive_lse, ref_lse, true, hp.Sk, hp.D));
+      std::vector<double> lse(hp.lse.begin() + (b * hp.Hq + hk * G) * hp.Sq,
+                              hp.lse.begin() + (b * hp.Hq + hk * G + G) * hp.Sq);
+      lines.push_back(line("lse  " + where, ref::judge_lse(lse, ref_lse, naive_lse, hp.D)));
     }
     if (!backward) continue;
-    auto dout = slice(hp.dout, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
-    std::vector<double> rdq(nq), rdk(nk), rdv(nk);
-    flashattn::reference::backward(pb, widen(q).data(), widen(k).data(), widen(v).data(),
-                                   widen(dout).data(), rdq.data(), rdk.data(), rdv.data());
-    std::vector<float> ndq(nq), ndk(nk), ndv(nk);
-    flashattn::reference::naive_lowp_backward(pb, dt, q.data(), k.data(), v.data(), dout.data(),
-                                              ndq.data(), ndk.data(), ndv.data());
-    lines.push_back(judge_line("dq   " + where, slice(hp.dq, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G),
-                               ndq, rdq, fp32, hp.Sk, hp.D));
-    lines.push_back(judge_line("dk   " + where, slice(hp.dk, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1),
-                               ndk, rdk, fp32, hp.Sq * G, hp.D));
-    lines.push_back(judge_line("dv   " + where, slice(hp.dv, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1),
-                               ndv, rdv, fp32, hp.Sq * G, hp.D));
+    std::vector<double> rdq(nq), rdk(nk), rdv(nk), ndq, ndk, ndv;
+    ref::backward(pb, q.data(), k.data(), v.data(), dout.data(), rdq.data(), rdk.data(), rdv.data());
+    ref::naive_backward(pb, hp.dtype, q, k, v, dout, &ndq, &ndk, &ndv);
+    const int64_t col = std::max(hp.Sk, hp.Sq * G);  // the rule's L for dK/dV
+    lines.push_back(line("dq   " + where, ref::judge(hp.dtype, slice(hp.dq, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G),
+                                                   rdq, ndq, hp.Sk, hp.D, m.dq)));
+    lines.push_back(line("dk   " + where, ref::judge(hp.dtype, slice(hp.dk, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1),
+                                                   rdk, ndk, col, hp.D, m.dk)));
+    lines.push_back(line("dv   " + where, ref::judge(hp.dtype, slice(hp.dv, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1),
+                                                   rdv, ndv, col, hp.D, m.dv)));
   }
   return lines;
 }

@@ -1,35 +1,6 @@
-// DESIGN.md's correctness rule, as gtest assertions.
-//
-// fp16 / bf16 (out = kernel, ref = fp64 reference, naive = naive_same_dtype):
-//     max|out - ref| <= 2 * max|naive - ref| + atol
-// fp32 (no lower-precision yardstick; compared with fp64 directly):
-//     max|out - ref| <= 8 * eps32 * sqrt(L * D) * max|ref| + atol
-//   L = the longest sum behind one output element: seqlen_k for out and dq
-//   (the row's P V or dS K, and its softmax sum), max(seqlen_k, seqlen_q *
-//   heads_q/heads_kv) for dk and dv (the column sum, with P's own softmax
-//   sum over seqlen_k); D = head_dim. Rounding in a sum of n terms grows like
-//   eps * sqrt(n) (random walk); an output element is a sum over L terms that
-//   each carry a D-term dot product, hence sqrt(L * D). Calibration: over the
-//   whole sweep the CPU kernels' worst max|out - ref| / (eps32 sqrt(L D)
-//   max|ref|) was 0.9 (median ~0.05), so 8 leaves ~9x for another summation
-//   order or exp, while a one-key masking error (~max|ref| / L) or a missed
-//   rescale stays far above it. FA_TEST_VERBOSE=1 prints every comparison.
-//
-// atol = max(1e-5 * max|ref|, 16 * eps32 * sqrt(D) * M), for every dtype.
-//   The first term covers the naive happening to be exact (one visible key:
-//   out = v); it is ~1/400 of a bf16 ulp and ~1/50 of an fp16 ulp at the
-//   output's scale. The second is an fp32 noise floor for results that are
-//   sums of cancelling terms: with one visible key dS = P (dP - D) is exactly
-//   0 in fp64 (so max|ref| = 0), while any fp32 kernel leaves eps32-sized
-//   residue of dP ~ |dO| |V|. M is the size of those terms, computed by the
-//   caller from the inputs (harness.cpp): max|v| for out, max|dO| for dv,
-//   scale * max||dO_i|| * max||v_j|| * max|k| for dq (max|q| for dk). It has
-//   no sqrt(L) factor, so it stays far below a real error's size.
-//
-// LSE (fp32 for every dtype): rows with -inf must be -inf in both, others
-//     |lse - ref| <= 2 * max|naive_lse - ref| + 16 * eps32 * sqrt(D) * max(1, max|ref|)
-//
-// A NaN (or an inf where ref is finite) never passes.
+// DESIGN.md's correctness rule (src/reference/rule.hpp states the bounds and
+// their calibration), as gtest assertions. FA_TEST_VERBOSE=1 prints every
+// comparison: how close each run came to its bound.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -39,21 +10,16 @@
 #include <vector>
 
 #include "flashattn/flashattn.hpp"
+#include "reference/rule.hpp"
 
 namespace fa_test {
 
-struct ErrorStats {
-  double max_err = 0, naive_err = 0, max_ref = 0, tol = 0;
-  int64_t worst_index = -1;
-  int64_t bad = 0;  // NaN, or infinite where ref is finite, or -inf mismatches
-  int64_t first_bad = -1;
-};
+using flashattn::reference::ErrorStats;
+using flashattn::reference::fp32_rel_tol;
+using flashattn::reference::measure;
 
-ErrorStats measure(const std::vector<double>& out, const std::vector<double>& ref,
-                   const std::vector<double>& naive);
-
-// `naive` may be empty for fp32 (then naive_err is reported as 0).
-// `magnitude` is M above (0: no noise floor).
+// `naive` may be empty for fp32. `reduce_len` is the rule's L, `magnitude` its
+// M (0: no noise floor).
 ::testing::AssertionResult within_rule(const std::string& what, flashattn::DType dt,
                                        const std::vector<double>& out,
                                        const std::vector<double>& ref,
@@ -63,8 +29,5 @@ ErrorStats measure(const std::vector<double>& out, const std::vector<double>& re
 ::testing::AssertionResult lse_within_rule(const std::string& what, const std::vector<double>& out,
                                            const std::vector<double>& ref,
                                            const std::vector<double>& naive, int64_t head_dim);
-
-// The fp32 rule's tolerance factor (times max|ref|), exposed for calibration.
-double fp32_rel_tol(int64_t reduce_len, int64_t head_dim);
 
 }  // namespace fa_test

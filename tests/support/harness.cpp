@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "support/check.hpp"
-#include "support/naive.hpp"
+#include "reference/naive_same_dtype.hpp"
 #include "support/rng.hpp"
 
 namespace fa_test {
@@ -132,7 +132,7 @@ Expected expected_forward(const Instance& in) {
   e.lse.resize(static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q));
   flashattn::reference::forward(p, in.q.data(), in.k.data(), in.v.data(), e.out.data(),
                                 e.lse.data());
-  naive_forward(p, in.c.dtype, in.q, in.k, in.v, &e.naive_out, &e.naive_lse);
+  flashattn::reference::naive_forward(p, in.c.dtype, in.q, in.k, in.v, &e.naive_out, &e.naive_lse);
   return e;
 }
 
@@ -144,7 +144,7 @@ ExpectedGrads expected_backward(const Instance& in) {
   g.dv.resize(in.v.size());
   flashattn::reference::backward(p, in.q.data(), in.k.data(), in.v.data(), in.dO.data(),
                                  g.dq.data(), g.dk.data(), g.dv.data());
-  naive_backward(p, in.c.dtype, in.q, in.k, in.v, in.dO, &g.naive_dq, &g.naive_dk, &g.naive_dv);
+  flashattn::reference::naive_backward(p, in.c.dtype, in.q, in.k, in.v, in.dO, &g.naive_dq, &g.naive_dk, &g.naive_dv);
   return g;
 }
 
@@ -153,37 +153,13 @@ bool skip_if_unsupported(Device dev, const flashattn::Status& st) {
 }
 
 namespace {
-double max_abs(const std::vector<double>& x) {
-  double m = 0;
-  for (double e : x) m = std::max(m, std::abs(e));
-  return m;
-}
-// Largest L2 norm of a head_dim-long row.
-double max_row_norm(const std::vector<double>& x, int64_t D) {
-  double m = 0;
-  for (size_t r = 0; r + D <= x.size(); r += D) {
-    double s = 0;
-    for (int64_t e = 0; e < D; ++e) s += x[r + e] * x[r + e];
-    m = std::max(m, std::sqrt(s));
-  }
-  return m;
-}
 double resolved_scale(const Case& c) {
   return c.scale > 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
 }
 }  // namespace
 
 Magnitudes magnitudes(const Instance& in) {
-  Magnitudes m;
-  const int64_t D = in.c.head_dim;
-  m.out = max_abs(in.v);
-  if (!in.dO.empty()) {
-    const double dp = resolved_scale(in.c) * max_row_norm(in.dO, D) * max_row_norm(in.v, D);
-    m.dq = dp * max_abs(in.k);
-    m.dk = dp * max_abs(in.q);
-    m.dv = max_abs(in.dO);
-  }
-  return m;
+  return flashattn::reference::magnitudes(in.q, in.k, in.v, in.dO, in.c.head_dim, resolved_scale(in.c));
 }
 
 void check_forward(Device dev, const Case& c) {

@@ -3,6 +3,8 @@
 // outputs were written, and compare with the fp64 reference under the rule.
 #pragma once
 
+#include "reference/rule.hpp"
+
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -60,10 +62,8 @@ struct ExpectedGrads {
 };
 ExpectedGrads expected_backward(const Instance& in);
 
-// The size M of the terms behind each output (check.hpp's noise floor).
-struct Magnitudes {
-  double out = 0, dq = 0, dk = 0, dv = 0;
-};
+// The size M of the terms behind each output (the rule's noise floor).
+using flashattn::reference::Magnitudes;
 Magnitudes magnitudes(const Instance& in);
 
 // True (and the test is skipped) when a CUDA run reports Unsupported: the

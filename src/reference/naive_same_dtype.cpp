@@ -1,13 +1,28 @@
-#include "support/naive.hpp"
+#include "reference/naive_same_dtype.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "support/half.hpp"
+#include <cstdint>
+#include <cstring>
 
-namespace fa_test {
+namespace flashattn::reference {
 namespace {
+
+// Round to the nearest value of the dtype (ties to even); identity for F32.
+float round_to(DType dt, float f) {
+  if (dt == DType::F16) return static_cast<float>(static_cast<_Float16>(f));
+  if (dt == DType::BF16) {
+    if (std::isnan(f)) return f;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    std::memcpy(&f, &u, 4);
+  }
+  return f;
+}
 
 struct Dims {
   int64_t B, Sq, Sk, H, Hkv, D, group;
@@ -153,4 +168,4 @@ void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<dou
   }
 }
 
-}  // namespace fa_test
+}  // namespace flashattn::reference

@@ -4,6 +4,7 @@
 // before the GEMMs that consume them; outputs rounded to the dtype. For F32
 // every rounding is the identity, giving a plain fp32 implementation.
 // Separate from both the kernels and the fp64 reference (its own mask code).
+// Used by the tests and by `flashattn run --check`.
 #pragma once
 
 #include <vector>
@@ -11,9 +12,7 @@
 #include "flashattn/flashattn.hpp"
 #include "reference/reference.hpp"
 
-namespace fa_test {
-
-using flashattn::reference::Problem;
+namespace flashattn::reference {
 
 // Inputs: dense row-major values (already representable in dt).
 void naive_forward(const Problem& pb, flashattn::DType dt, const std::vector<double>& q,
@@ -26,4 +25,4 @@ void naive_backward(const Problem& pb, flashattn::DType dt, const std::vector<do
                     const std::vector<double>& dout, std::vector<double>* dq,
                     std::vector<double>* dk, std::vector<double>* dv);
 
-}  // namespace fa_test
+}  // namespace flashattn::reference

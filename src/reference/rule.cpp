@@ -1,0 +1,112 @@
+#include "reference/rule.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace flashattn::reference {
+namespace {
+
+constexpr double kEps32 = 1.1920928955078125e-07;  // 2^-23
+
+double max_abs(const std::vector<double>& x) {
+  double m = 0;
+  for (double v : x) m = std::max(m, std::abs(v));
+  return m;
+}
+
+double max_row_norm(const std::vector<double>& x, int64_t D) {
+  double m = 0;
+  for (size_t r = 0; r + size_t(D) <= x.size(); r += size_t(D)) {
+    double s = 0;
+    for (int64_t e = 0; e < D; ++e) s += x[r + size_t(e)] * x[r + size_t(e)];
+    m = std::max(m, std::sqrt(s));
+  }
+  return m;
+}
+
+bool sizes_match(const std::vector<double>& out, const std::vector<double>& ref,
+                 const std::vector<double>& naive) {
+  return out.size() == ref.size() && (naive.empty() || naive.size() == ref.size());
+}
+
+}  // namespace
+
+double fp32_rel_tol(int64_t reduce_len, int64_t head_dim) {
+  return 8.0 * kEps32 *
+         std::sqrt(static_cast<double>(std::max<int64_t>(reduce_len, 1)) *
+                   static_cast<double>(std::max<int64_t>(head_dim, 1)));
+}
+
+Magnitudes magnitudes(const std::vector<double>& q, const std::vector<double>& k,
+                      const std::vector<double>& v, const std::vector<double>& dout,
+                      int64_t head_dim, double scale) {
+  Magnitudes m;
+  m.out = max_abs(v);
+  if (!dout.empty()) {
+    const double dp = scale * max_row_norm(dout, head_dim) * max_row_norm(v, head_dim);
+    m.dq = dp * max_abs(k);
+    m.dk = dp * max_abs(q);
+    m.dv = max_abs(dout);
+  }
+  return m;
+}
+
+ErrorStats measure(const std::vector<double>& out, const std::vector<double>& ref,
+                   const std::vector<double>& naive) {
+  ErrorStats s;
+  if (!sizes_match(out, ref, naive)) {
+    s.size_mismatch = true;
+    return s;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double o = out[i], r = ref[i];
+    if (std::isinf(r)) {  // only LSE has infinities: they must match exactly
+      if (o != r) {
+        ++s.bad;
+        if (s.first_bad < 0) s.first_bad = static_cast<int64_t>(i);
+      }
+      continue;
+    }
+    if (!std::isfinite(o) || std::isnan(r)) {
+      ++s.bad;
+      if (s.first_bad < 0) s.first_bad = static_cast<int64_t>(i);
+      continue;
+    }
+    s.max_ref = std::max(s.max_ref, std::abs(r));
+    const double e = std::abs(o - r);
+    if (e > s.max_err) {
+      s.max_err = e;
+      s.worst_index = static_cast<int64_t>(i);
+    }
+    if (!naive.empty() && std::isfinite(naive[i])) {
+      s.naive_err = std::max(s.naive_err, std::abs(naive[i] - r));
+    }
+  }
+  return s;
+}
+
+ErrorStats judge(DType dt, const std::vector<double>& out, const std::vector<double>& ref,
+                 const std::vector<double>& naive, int64_t reduce_len, int64_t head_dim,
+                 double magnitude) {
+  ErrorStats s = measure(out, ref, naive);
+  if (dt != DType::F32) {
+    // The naive same-dtype run carries the dtype's own rounding noise, also
+    // where the exact result cancels to 0, so no floor is needed.
+    s.tol = 2.0 * s.naive_err + 1e-5 * s.max_ref;
+    return s;
+  }
+  const double atol = std::max(1e-5 * s.max_ref,
+                               16.0 * kEps32 * std::sqrt(static_cast<double>(head_dim)) * magnitude);
+  s.tol = fp32_rel_tol(reduce_len, head_dim) * s.max_ref + atol;
+  return s;
+}
+
+ErrorStats judge_lse(const std::vector<double>& out, const std::vector<double>& ref,
+                     const std::vector<double>& naive, int64_t head_dim) {
+  ErrorStats s = measure(out, ref, naive);
+  s.tol = 2.0 * s.naive_err +
+          16.0 * kEps32 * std::sqrt(static_cast<double>(head_dim)) * std::max(1.0, s.max_ref);
+  return s;
+}
+
+}  // namespace flashattn::reference
