@@ -10,7 +10,7 @@ build=${FLASHATTN_BUILD_DIR:-$root/build}
 label=(-LE gpu)
 if "$build/tools/flashattn" info | grep -q "backends: cpu, cuda"; then label=(); fi
 echo "== C++ tests (ctest ${label[*]:-all}) =="
-ctest --test-dir "$build" --output-on-failure "${label[@]}" -j 1
+ctest --test-dir "$build" --output-on-failure "${label[@]}" -j "$(nproc)"
 
 if [ -x "$root/python/setup_env.sh" ]; then
   echo "== Python tests =="

@@ -8,7 +8,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 threads=${OMP_NUM_THREADS:-$(nproc)}
 export OMP_NUM_THREADS=$threads
 "$root/scripts/build.sh" >/dev/null
-"$root/bench/cpu/setup_torch.sh"
+"$root/python/setup_env.sh"  # .venv with numpy and torch from PyPI (the SDPA peer)
+"$root/.venv/bin/python" -m pip install -q matplotlib
 py="$root/.venv/bin/python"
 out="$root/bench/results/cpu-$(date +%Y%m%d-%H%M).csv"
 mkdir -p "$root/bench/results"
