@@ -15,7 +15,7 @@
 #define FA_BC 64
 #endif
 #ifndef FA_FWD_BR
-#define FA_FWD_BR 128
+#define FA_FWD_BR 256
 #endif
 #ifndef FA_FWD_BC
 #define FA_FWD_BC 64
@@ -25,9 +25,10 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 
 constexpr int64_t BR = FA_BR;  // query rows per tile (backward)
 constexpr int64_t BC = FA_BC;  // key rows per tile (backward)
-// Forward: taller query tiles halve how often each K/V tile is fetched and
-// converted per flop; the per-thread working set (~230 KiB at d = 128) still
-// sits in L2.
+// Forward: tall query tiles cut how often each K/V tile is fetched and
+// converted per flop (256 rows measured ~6% faster than 128 single-threaded);
+// the per-thread working set (~450 KiB at d = 128, ~700 KiB at d = 256) still
+// sits in the 2 MiB L2.
 constexpr int64_t FBR = FA_FWD_BR;
 constexpr int64_t FBC = FA_FWD_BC;
 static_assert(BR % VW == 0 && BC % VW == 0 && FBR % VW == 0 && FBC % VW == 0,
