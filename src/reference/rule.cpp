@@ -89,15 +89,14 @@ ErrorStats judge(DType dt, const std::vector<double>& out, const std::vector<dou
                  const std::vector<double>& naive, int64_t reduce_len, int64_t head_dim,
                  double magnitude) {
   ErrorStats s = measure(out, ref, naive);
-  if (dt != DType::F32) {
-    // The naive same-dtype run carries the dtype's own rounding noise, also
-    // where the exact result cancels to 0, so no floor is needed.
-    s.tol = 2.0 * s.naive_err + 1e-5 * s.max_ref;
-    return s;
-  }
+  // The floor applies to fp16/bf16 too: where the exact result cancels to 0
+  // the naive run can cancel exactly as well, while a kernel that sums in
+  // another order keeps fp32 residue (seen on the H200: dQ = 1.8e-7 against
+  // ref = naive = 0 with one visible key).
   const double atol = std::max(1e-5 * s.max_ref,
                                16.0 * kEps32 * std::sqrt(static_cast<double>(head_dim)) * magnitude);
-  s.tol = fp32_rel_tol(reduce_len, head_dim) * s.max_ref + atol;
+  s.tol = dt == DType::F32 ? fp32_rel_tol(reduce_len, head_dim) * s.max_ref + atol
+                           : 2.0 * s.naive_err + atol;
   return s;
 }
 

@@ -16,8 +16,8 @@
 //   order or exp, while a one-key masking error (~max|ref| / L) or a missed
 //   rescale stays far above it.
 //
-// atol = 1e-5 * max|ref| for fp16/bf16; max(1e-5 * max|ref|, 16 * eps32 * sqrt(D) * M)
-//   for fp32. The first term covers the naive happening to be exact (one
+// atol = max(1e-5 * max|ref|, 16 * eps32 * sqrt(D) * M), for every dtype.
+//   The first term covers the naive happening to be exact (one
 //   visible key: out = v); it is ~1/400 of a bf16 ulp and ~1/50 of an fp16 ulp
 //   at the output's scale. The second is an fp32 noise floor for results that are
 //   sums of cancelling terms: with one visible key dS = P (dP - D) is exactly
