@@ -8,11 +8,13 @@
 #include "common/params.hpp"
 #include "simd.hpp"
 
+// Backward tiles: 128 x 128 measured ~9% faster than 64 x 64 single-threaded
+// (longer K loops in the dV/dK/dQ GEMMs, half the wavefront steps).
 #ifndef FA_BR
-#define FA_BR 64
+#define FA_BR 128
 #endif
 #ifndef FA_BC
-#define FA_BC 64
+#define FA_BC 128
 #endif
 #ifndef FA_FWD_BR
 #define FA_FWD_BR 256
