@@ -24,12 +24,16 @@ Status no_cuda() {
                        "backend (configure with -DFLASHATTN_CUDA=ON and nvcc on PATH)");
 }
 
-// Backends report errors by Status; this catches what escapes anyway
-// (allocation failure) so that the API never throws.
-template <class F>
-Status guarded(F&& f) noexcept {
+// Validates the arguments, then hands the params to the backend of their
+// device. Backends report errors by Status; the catch turns what escapes
+// anyway (allocation failure) into one, so that the API never throws.
+template <class Params, class Args, class Cpu, class Cuda>
+Status route(const Args& args, Status (*make)(const Args&, Params*) noexcept, Cpu cpu,
+             Cuda cuda) noexcept {
   try {
-    return f();
+    Params p;
+    if (Status s = make(args, &p); !s.ok()) return s;
+    return p.device == Device::CPU ? cpu(p) : cuda(p);
   } catch (const std::bad_alloc&) {
     return Status::Error(ErrorCode::Internal, "out of host memory for the workspace");
   } catch (const std::exception& e) {
@@ -39,72 +43,55 @@ Status guarded(F&& f) noexcept {
   }
 }
 
+// A CUDA backend call, after the backend's own can_implement.
+#ifdef FLASHATTN_WITH_CUDA
+#define FA_CUDA_CALL(call)                                                         \
+  [&](const auto& p) -> Status {                                                   \
+    if (Status s = detail::cuda::can_implement(p); !s.ok()) return s;              \
+    return call;                                                                   \
+  }
+#else
+#define FA_CUDA_CALL(call) [](const auto&) { return no_cuda(); }
+#endif
+
+Status check_out(size_t* bytes) {
+  return bytes ? Status::Ok() : Status::Error(ErrorCode::InvalidArgument, "bytes: null pointer");
+}
+
 }  // namespace
 
 Status forward(const ForwardArgs& args) noexcept {
-  return guarded([&]() -> Status {
-    FwdParams p;
-    if (Status s = detail::make_forward_params(args, &p); !s.ok()) return s;
-    if (p.device == Device::CPU) return detail::cpu::forward(p);
-#ifdef FLASHATTN_WITH_CUDA
-    if (Status s = detail::cuda::can_implement(p); !s.ok()) return s;
-    return detail::cuda::forward(p);
-#else
-    return no_cuda();
-#endif
-  });
+  return route<FwdParams>(
+      args, detail::make_forward_params, [](const FwdParams& p) { return detail::cpu::forward(p); },
+      FA_CUDA_CALL(detail::cuda::forward(p)));
 }
 
 Status backward(const BackwardArgs& args) noexcept {
-  return guarded([&]() -> Status {
-    BwdParams p;
-    if (Status s = detail::make_backward_params(args, &p); !s.ok()) return s;
-    if (p.device == Device::CPU) return detail::cpu::backward(p);
-#ifdef FLASHATTN_WITH_CUDA
-    if (Status s = detail::cuda::can_implement(p); !s.ok()) return s;
-    return detail::cuda::backward(p);
-#else
-    return no_cuda();
-#endif
-  });
+  return route<BwdParams>(
+      args, detail::make_backward_params, [](const BwdParams& p) { return detail::cpu::backward(p); },
+      FA_CUDA_CALL(detail::cuda::backward(p)));
 }
 
 Status forward_workspace_bytes(const ForwardArgs& args, size_t* bytes) noexcept {
-  return guarded([&]() -> Status {
-    if (bytes == nullptr) return Status::Error(ErrorCode::InvalidArgument, "bytes: null pointer");
-    FwdParams p;
-    if (Status s = detail::make_forward_params(args, &p); !s.ok()) return s;
-    if (p.device == Device::CPU) {
-      *bytes = detail::cpu::forward_workspace_bytes(p);
-      return Status::Ok();
-    }
-#ifdef FLASHATTN_WITH_CUDA
-    if (Status s = detail::cuda::can_implement(p); !s.ok()) return s;
-    *bytes = detail::cuda::forward_workspace_bytes(p);
-    return Status::Ok();
-#else
-    return no_cuda();
-#endif
-  });
+  if (Status s = check_out(bytes); !s.ok()) return s;
+  return route<FwdParams>(
+      args, detail::make_forward_params,
+      [&](const FwdParams& p) {
+        *bytes = detail::cpu::forward_workspace_bytes(p);
+        return Status::Ok();
+      },
+      FA_CUDA_CALL((*bytes = detail::cuda::forward_workspace_bytes(p), Status::Ok())));
 }
 
 Status backward_workspace_bytes(const BackwardArgs& args, size_t* bytes) noexcept {
-  return guarded([&]() -> Status {
-    if (bytes == nullptr) return Status::Error(ErrorCode::InvalidArgument, "bytes: null pointer");
-    BwdParams p;
-    if (Status s = detail::make_backward_params(args, &p); !s.ok()) return s;
-    if (p.device == Device::CPU) {
-      *bytes = detail::cpu::backward_workspace_bytes(p);
-      return Status::Ok();
-    }
-#ifdef FLASHATTN_WITH_CUDA
-    if (Status s = detail::cuda::can_implement(p); !s.ok()) return s;
-    *bytes = detail::cuda::backward_workspace_bytes(p);
-    return Status::Ok();
-#else
-    return no_cuda();
-#endif
-  });
+  if (Status s = check_out(bytes); !s.ok()) return s;
+  return route<BwdParams>(
+      args, detail::make_backward_params,
+      [&](const BwdParams& p) {
+        *bytes = detail::cpu::backward_workspace_bytes(p);
+        return Status::Ok();
+      },
+      FA_CUDA_CALL((*bytes = detail::cuda::backward_workspace_bytes(p), Status::Ok())));
 }
 
 #define FA_STR2(x) #x
