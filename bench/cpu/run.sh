@@ -8,6 +8,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 threads=${OMP_NUM_THREADS:-$(nproc)}
 export OMP_NUM_THREADS=$threads
 "$root/scripts/build.sh" >/dev/null
+build=${FLASHATTN_BUILD_DIR:-$root/build}
 "$root/python/setup_env.sh"  # .venv with numpy and torch from PyPI (the SDPA peer)
 "$root/.venv/bin/python" -m pip install -q matplotlib
 py="$root/.venv/bin/python"
@@ -17,7 +18,7 @@ mkdir -p "$root/bench/results"
   echo "# device: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $threads threads"
   echo "# date: $(date -u +%FT%TZ)  commit: $(git -C "$root" rev-parse --short HEAD)  torch: $($py -c 'import torch; print(torch.__version__)')"
   echo "# command: bench/cpu/run.sh $*"
-  "$root/build/bench/bench_cpu" "$@"
+  "$build/bench/bench_cpu" "$@"
   "$py" "$root/bench/cpu/torch_sdpa.py" --threads "$threads" "$@" | grep -v '^#'
 } | tee "$out"
 "$py" "$root/bench/cpu/plot.py" "$out" "${out%.csv}.png"
