@@ -6,6 +6,8 @@
 #include <omp.h>
 
 #include <cstring>
+#include <deque>
+#include <thread>
 #include <vector>
 
 #include "support/harness.hpp"
@@ -104,6 +106,23 @@ TEST_P(Determinism, ForwardReproducibleWithoutDeterministicFlag) {
   const flashattn::Status probe = flashattn::forward(in.fwd_args());
   if (skip_if_unsupported(dev, probe)) GTEST_SKIP() << probe.message;
   expect_same(run(in), run(in), false);
+}
+
+// Calls from several host threads at once (each with its own OpenMP team and
+// workspace) give the same bytes as the same calls made one after another.
+TEST_P(Determinism, ConcurrentCallsMatchSerialCalls) {
+  const auto& [dev, c] = GetParam();
+  if (dev != Device::CPU) GTEST_SKIP() << "host-thread concurrency is tested on the CPU backend";
+  constexpr int kThreads = 4;
+  std::deque<Instance> ins;  // fresh inputs for each thread
+  for (int t = 0; t < kThreads; ++t) ins.push_back(make_instance(dev, c, true));
+  std::vector<Outputs> serial, parallel(kThreads);
+  for (const Instance& in : ins) serial.push_back(run(in));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back([&, t] { parallel[t] = run(ins[t]); });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) expect_same(serial[t], parallel[t], true);
+  EXPECT_FALSE(serial[0].out == serial[1].out) << "the threads' inputs should differ";
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, Determinism,
