@@ -7,6 +7,7 @@
 
 #include "flashattn/flashattn.h"
 #include "flashattn/flashattn.hpp"
+#include "support/c_abi.hpp"
 #include "support/harness.hpp"
 
 namespace fa_test {
@@ -89,21 +90,6 @@ TEST(CAbi, DtypeHelpers) {
   EXPECT_EQ(static_cast<int>(flashattn::ErrorCode::CudaError), FA_ERR_CUDA);
 }
 
-fa_tensor c_view(const Tensor& t) {
-  const flashattn::TensorView v = t.view();
-  fa_tensor c{};
-  c.data = v.data;
-  c.dtype = static_cast<int32_t>(v.dtype);
-  c.device = static_cast<int32_t>(v.device);
-  c.device_index = v.device_index;
-  c.ndim = v.ndim;
-  for (int i = 0; i < 4; ++i) {
-    c.shape[i] = v.shape[i];
-    c.stride[i] = v.stride[i];
-  }
-  return c;
-}
-
 class CAbiMatchesCpp : public ::testing::TestWithParam<DeviceCase> {};
 
 TEST_P(CAbiMatchesCpp, ForwardAndBackwardBitForBit) {
@@ -131,14 +117,14 @@ TEST_P(CAbiMatchesCpp, ForwardAndBackwardBitForBit) {
   o.window_right = c.window_right;
   o.causal = c.causal;
   o.deterministic = 1;
-  fa_forward_args fa{c_view(twin.in.q), c_view(twin.in.k), c_view(twin.in.v), c_view(twin.out),
-                     c_view(twin.lse), o};
+  fa_forward_args fa{to_c(twin.in.q.view()), to_c(twin.in.k.view()), to_c(twin.in.v.view()), to_c(twin.out.view()),
+                     to_c(twin.lse.view()), o};
   ASSERT_EQ(fa_forward(&fa), FA_OK) << fa_last_error();
   EXPECT_STREQ(fa_last_error(), "");
   // The C backward consumes the C forward's own outputs.
-  fa_backward_args ba{c_view(twin.in.q), c_view(twin.in.k), c_view(twin.in.v), c_view(twin.out),
-                      c_view(twin.dout), c_view(twin.lse), c_view(twin.grad.q),
-                      c_view(twin.grad.k), c_view(twin.grad.v), o};
+  fa_backward_args ba{to_c(twin.in.q.view()), to_c(twin.in.k.view()), to_c(twin.in.v.view()), to_c(twin.out.view()),
+                      to_c(twin.dout.view()), to_c(twin.lse.view()), to_c(twin.grad.q.view()),
+                      to_c(twin.grad.k.view()), to_c(twin.grad.v.view()), o};
   ASSERT_EQ(fa_backward(&ba), FA_OK) << fa_last_error();
 
   auto same = [](const Tensor& a, const Tensor& b) { return a.read() == b.read(); };

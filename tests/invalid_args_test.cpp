@@ -13,6 +13,7 @@
 
 #include "flashattn/flashattn.h"
 #include "flashattn/flashattn.hpp"
+#include "support/c_abi.hpp"
 #include "support/harness.hpp"
 
 namespace fa_test {
@@ -32,39 +33,6 @@ bool names(const std::string& msg, const std::string& name) {
     if (left && right) return true;
   }
   return false;
-}
-
-fa_tensor to_c(const flashattn::TensorView& v) {
-  fa_tensor t{};
-  t.data = v.data;
-  t.dtype = static_cast<int32_t>(v.dtype);
-  t.device = static_cast<int32_t>(v.device);
-  t.device_index = v.device_index;
-  t.ndim = v.ndim;
-  for (int i = 0; i < 4; ++i) {
-    t.shape[i] = v.shape[i];
-    t.stride[i] = v.stride[i];
-  }
-  return t;
-}
-fa_options to_c(const flashattn::Options& o) {
-  fa_options c;
-  fa_options_init(&c);
-  c.softmax_scale = o.softmax_scale;
-  c.softcap = o.softcap;
-  c.window_left = o.window_left;
-  c.window_right = o.window_right;
-  c.causal = o.causal;
-  c.deterministic = o.deterministic;
-  c.stream = o.stream;
-  return c;
-}
-fa_forward_args to_c(const ForwardArgs& a) {
-  return {to_c(a.q), to_c(a.k), to_c(a.v), to_c(a.out), to_c(a.lse), to_c(a.options)};
-}
-fa_backward_args to_c(const BackwardArgs& a) {
-  return {to_c(a.q),  to_c(a.k),  to_c(a.v),  to_c(a.out), to_c(a.dout), to_c(a.lse),
-          to_c(a.dq), to_c(a.dk), to_c(a.dv), to_c(a.options)};
 }
 
 // The valid starting point: GQA, Sq != Sk, fp16, CPU.

@@ -54,12 +54,6 @@ void from_float(const float* src, void* dst, flashattn::DType dtype, size_t n) {
   }
 }
 
-float round_to(float x, flashattn::DType dtype) {
-  uint16_t h[2];
-  from_float(&x, h, dtype, 1);
-  return dtype == flashattn::DType::F32 ? x : to_float(h, dtype, 0);
-}
-
 Buffer::Buffer(flashattn::Device device, size_t bytes) : device_(device), bytes_(bytes) {
   size_t n = bytes ? bytes : 1;
   if (device == flashattn::Device::CPU) {

@@ -12,8 +12,6 @@ namespace fa_cli {
 
 float to_float(const void* data, flashattn::DType dtype, size_t i);
 void from_float(const float* src, void* dst, flashattn::DType dtype, size_t n);
-// Value after a round trip through `dtype` (round to nearest even).
-float round_to(float x, flashattn::DType dtype);
 
 // Bytes on the host or on a CUDA device; copies go through the host.
 class Buffer {
