@@ -45,12 +45,13 @@ _TORCH_NAMES = {
     "flash_attn_varlen_qkvpacked_func": "flash_attn_interface",
     "flash_attn_varlen_kvpacked_func": "flash_attn_interface",
     "flash_attn_with_kvcache": "flash_attn_interface",
+    "ring_flash_attn_func": "ring",  # context parallelism over torch.distributed
 }
 
 __all__ = [
     "attention", "flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
     "flash_attn_varlen_func", "flash_attn_varlen_qkvpacked_func",
-    "flash_attn_varlen_kvpacked_func", "flash_attn_with_kvcache",
+    "flash_attn_varlen_kvpacked_func", "flash_attn_with_kvcache", "ring_flash_attn_func",
     "FlashAttnError", "InvalidArgumentError", "UnsupportedError", "CudaError", "InternalError",
     "FlashAttnLibraryError", "cuda_available", "library_path", "library_version",
 ]
