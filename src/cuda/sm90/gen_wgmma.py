@@ -10,6 +10,8 @@ wgmma.mma_async m64nNk16, fp32 accumulators, fp16/bf16 operands:
   ss: A and B from shared-memory descriptors (S = Q K^T; both K-major)
   rs: A from four 32-bit registers per thread, B from a descriptor
       (O += P V; V is the MN-major operand, imm-trans-b = 1)
+  ss_tt: both from descriptors, both MN-major (imm-trans-a = imm-trans-b = 1):
+      the backward's dQ = dS K, with dS^T and K stored [key][...] in smem
 """
 import os
 
@@ -21,17 +23,17 @@ def regs(n0, count):
     return ", ".join(f"%{i}" for i in range(n0, n0 + count))
 
 
-def emit_ss(n, t):
+def emit_ss(n, t, name="ss", trans=(0, 0)):
     nacc = n // 2
     d = regs(0, nacc)
     a, b, sc = nacc, nacc + 1, nacc + 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(nacc))
-    return f"""  __device__ __forceinline__ static void ss(float (&d)[{nacc}], uint64_t desc_a, uint64_t desc_b,
+    return f"""  __device__ __forceinline__ static void {name}(float (&d)[{nacc}], uint64_t desc_a, uint64_t desc_b,
                                              int scale_d) {{
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sc}, 0;\\n"
         "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
-        "{{{d}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n}}\\n"
+        "{{{d}}}, %{a}, %{b}, p, 1, 1, {trans[0]}, {trans[1]};\\n}}\\n"
         : {outs}
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }}
@@ -62,6 +64,7 @@ def main():
 // Inline-PTX wgmma.mma_async wrappers, m64nNk16, fp32 accumulate.
 //   Wgmma<N, T>::ss  D(64xN) (+)= A(64x16, smem, K-major) * B(16xN, smem, K-major)
 //   Wgmma<N, T>::rs  D(64xN) (+)= A(64x16, registers)     * B(16xN, smem, MN-major)
+//   Wgmma<N, T>::ss_tt D(64xN) (+)= A(64x16, smem, MN-major) * B(16xN, smem, MN-major)
 // scale_d == 0 overwrites D. The caller owns the wgmma.fence / commit_group /
 // wait_group protocol and the operand fences (see wgmma.cuh).
 #pragma once
@@ -81,6 +84,7 @@ struct Wgmma;
             out.append(f"template <>\nstruct Wgmma<{n}, {tag}> {{\n")
             out.append(emit_ss(n, t))
             out.append(emit_rs(n, t, 1))
+            out.append(emit_ss(n, t, "ss_tt", (1, 1)))
             out.append("};\n\n")
     out.append("}  // namespace flashattn::detail::cuda::sm90\n")
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_ops.cuh")

@@ -1,0 +1,367 @@
+// Hopper backward kernel (FlashAttention-2's backward, Dao 2023, Algorithm 2,
+// on FlashAttention-3's machinery: TMA, mbarrier rings, wgmma, warp
+// specialisation).
+//
+// One CTA per (kBlockN = 128 keys, kv head, batch). K and V are loaded once
+// and stay in shared memory; the CTA steps over every query tile (64 rows)
+// of every query head of the kv head's GQA group that sees one of its keys.
+// Looping the group inside the CTA accumulates dK and dV over the group in
+// registers, in a fixed order and without a workspace (the alternative, an
+// fp32 dK/dV workspace per query head plus a reduction kernel, costs
+// Hq/Hkv x more dK/dV traffic for the same work).
+//
+// Roles: warpgroup 0 = producer (one thread issues TMA: K, V once; per step
+// Q, dO into a 2-stage ring, with LSE*log2e and D as 256-byte bulk copies on
+// the same barrier). Warpgroups 1, 2 = consumers, each owning 64 keys:
+//   S^T  = K_w Q^T          wgmma ss (K, Q both K-major)           [64 x 64]
+//   dP^T = V_w dO^T         wgmma ss                               [64 x 64]
+//   P^T  = exp2(S^T * scale*log2e - LSE*log2e), masked on cut tiles
+//   dV  += P^T dO           wgmma rs (P^T from registers, dO MN-major)
+//   dS^T = P^T * (dP^T - D)
+//   dK  += dS^T Q           wgmma rs (Q MN-major)
+//   dS^T -> shared memory (bf16/fp16, 128-byte swizzle), both warpgroups
+//   dQ[:, 64w .. 64w+63] = dS K   wgmma ss_tt over all 128 keys (dS^T and K
+//                                 MN-major), staged in shared memory and
+//                                 added to the fp32 dQ workspace with
+//                                 cp.reduce.async.bulk (one 512-byte row per
+//                                 operation, issued by one warp)
+// The S^T orientation makes P^T and dS^T the register-A operands of dV and
+// dK directly (the accumulator layout is the A-fragment layout), so only dS
+// goes through shared memory. dK (times scale) and dV are written from
+// registers at the end; the postprocess kernel scales and converts dQ.
+#pragma once
+
+#include <cstdint>
+
+#include "block_mask.cuh"
+#include "bwd_kernel_args.hpp"
+#include "bwd_ptx.cuh"
+#include "bwd_traits.cuh"
+#include "ptx.cuh"
+#include "wgmma.cuh"
+
+namespace flashattn::detail::cuda::sm90 {
+
+// Query tiles [first, first + count) holding a row that sees one of the keys
+// [c0, c0 + keys): rows i with hi(i) > c0 and lo(i) < c0 + keys (both bounds
+// are non-decreasing in i).
+struct QueryTileRange {
+  int first, count;
+};
+
+template <int kBlockM>
+__device__ __forceinline__ QueryTileRange query_tile_range(const BlockMask& mask, int seqlen_q,
+                                                           int c0, int keys) {
+  int64_t i_lo = 0, i_hi = seqlen_q;
+  if (mask.right >= 0) {
+    const int64_t v = static_cast<int64_t>(c0) - mask.offset - mask.right;
+    i_lo = v > i_lo ? v : i_lo;
+  }
+  if (mask.left >= 0) {
+    const int64_t v = static_cast<int64_t>(c0) + keys - mask.offset + mask.left;
+    i_hi = v < i_hi ? v : i_hi;
+  }
+  if (i_lo >= i_hi) return {0, 0};
+  const int first = static_cast<int>(i_lo / kBlockM);
+  return {first, static_cast<int>((i_hi + kBlockM - 1) / kBlockM) - first};
+}
+
+// Accumulator [64 x N] -> register-A fragments: k-step kk takes columns
+// 16kk..16kk+15 = n8 blocks 2kk, 2kk+1 (as the forward's convert_p).
+template <class E, int N>
+__device__ __forceinline__ void to_a_frags(const float (&x)[N / 2], uint32_t (&f)[N / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < N / 16; ++kk) {
+    f[kk][0] = E::pack(x[8 * kk + 0], x[8 * kk + 1]);
+    f[kk][1] = E::pack(x[8 * kk + 2], x[8 * kk + 3]);
+    f[kk][2] = E::pack(x[8 * kk + 4], x[8 * kk + 5]);
+    f[kk][3] = E::pack(x[8 * kk + 6], x[8 * kk + 7]);
+  }
+}
+
+template <class T>
+struct BwdStep {
+  int stage;
+  uint32_t phase;
+  int head, m0;
+  // Step `it` of a CTA: query heads outer, query tiles inner.
+  __device__ __forceinline__ BwdStep(int it, int hk, int group, const QueryTileRange& qr) {
+    stage = it % T::kStages;
+    phase = static_cast<uint32_t>(it / T::kStages) & 1u;
+    head = hk * group + it / qr.count;
+    m0 = (qr.first + it % qr.count) * T::kBlockM;
+  }
+};
+
+template <class T>
+__device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSmem<T>& sm, int hk,
+                                             int b, int c0, int total, const QueryTileRange& qr) {
+  constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN;
+  tma_prefetch_desc(&a.tm_q);
+  tma_prefetch_desc(&a.tm_do);
+  tma_prefetch_desc(&a.tm_k);
+  tma_prefetch_desc(&a.tm_v);
+  mbar_arrive_expect_tx(sm.kv_full(), 2 * T::kKVBytes);
+#pragma unroll
+  for (int at = 0; at < T::kAtoms; ++at) {
+    tma_load_4d(sm.k() + at * kBlockN * 128, &a.tm_k, sm.kv_full(), at * 64, c0, hk, b);
+    tma_load_4d(sm.v() + at * kBlockN * 128, &a.tm_v, sm.kv_full(), at * 64, c0, hk, b);
+  }
+  for (int it = 0; it < total; ++it) {
+    const BwdStep<T> st(it, hk, a.group, qr);
+    mbar_wait(sm.q_empty(st.stage), st.phase ^ 1);
+    const uint32_t full = sm.q_full(st.stage);
+    mbar_arrive_expect_tx(full, 2 * T::kQBytes + 2 * T::kRowBytes);
+#pragma unroll
+    for (int at = 0; at < T::kAtoms; ++at) {
+      tma_load_4d(sm.q(st.stage) + at * kBlockM * 128, &a.tm_q, full, at * 64, st.m0, st.head, b);
+      tma_load_4d(sm.dout(st.stage) + at * kBlockM * 128, &a.tm_do, full, at * 64, st.m0, st.head,
+                  b);
+    }
+    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0;
+    bulk_load(sm.lse(st.stage), a.lse2 + row, T::kRowBytes, full);
+    bulk_load(sm.dsum(st.stage), a.dsum + row, T::kRowBytes, full);
+  }
+}
+
+// Consumer warpgroup cw (0 or 1): keys c0 + 64cw .. c0 + 64cw + 63.
+template <class T>
+__device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
+                                             const BlockMask& mask, int hk, int b, int c0,
+                                             int total, const QueryTileRange& qr, int cw, int tid) {
+  constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
+  using Tag = typename T::MmaTag;
+  using E = ElementTraits<typename T::Element>;
+  const int warp = tid / 32, lane = tid % 32, t4 = lane % 4;
+  // This thread's accumulator rows (keys, local to the CTA): krow and krow + 8.
+  const int krow = 64 * cw + 16 * warp + lane / 4;
+  // The warp that issues the dQ reductions (and waits for them).
+  const bool reducer = cw == 0 && warp == 0;
+
+  float dk[kHeadDim / 2], dv[kHeadDim / 2];
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; ++i) dk[i] = dv[i] = 0.f;
+
+  mbar_wait(sm.kv_full(), 0);
+  // This warpgroup's 64 rows of K and V as K-major A operands (64 rows of
+  // 128 bytes = 8192 bytes into each atom column).
+  const uint64_t desc_k = make_desc_sw128(sm.k() + cw * 64 * 128, 16, 1024);
+  const uint64_t desc_v = make_desc_sw128(sm.v() + cw * 64 * 128, 16, 1024);
+  // K as the MN-major B operand of dQ: head-dim columns 64cw.. = atom column cw.
+  const uint64_t desc_kb = make_desc_sw128(sm.k() + cw * kBlockN * 128, kBlockN * 128, 1024);
+  // dS^T [key][query] as the MN-major A operand of dQ (one atom column).
+  const uint64_t desc_ds = make_desc_sw128(sm.ds(), kBlockN * 128, 1024);
+
+  for (int it = 0; it < total; ++it) {
+    const BwdStep<T> st(it, hk, a.group, qr);
+    mbar_wait(sm.q_full(st.stage), st.phase);
+    const uint64_t desc_q = make_desc_sw128(sm.q(st.stage), 16, 1024);
+    const uint64_t desc_do = make_desc_sw128(sm.dout(st.stage), 16, 1024);
+
+    float s[kBlockM / 2], dp[kBlockM / 2];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+      const uint32_t ob = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
+      Wgmma<kBlockM, Tag>::ss(s, desc_advance(desc_k, oa), desc_advance(desc_q, ob), kk > 0);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+      const uint32_t ob = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
+      Wgmma<kBlockM, Tag>::ss(dp, desc_advance(desc_v, oa), desc_advance(desc_do, ob), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // S^T is ready; dP^T may still run
+    fence_operand(s);
+
+    // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
+    // m0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
+    const uint32_t lse_s = sm.lse(st.stage), dsum_s = sm.dsum(st.stage);
+#pragma unroll
+    for (int j = 0; j < kBlockM / 8; ++j) {
+      const float2 l = ld_shared_f32x2(lse_s + (8 * j + 2 * t4) * 4);
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        s[4 * j + 2 * hh + 0] = ex2(fmaf(s[4 * j + 2 * hh + 0], a.scale_log2, -l.x));
+        s[4 * j + 2 * hh + 1] = ex2(fmaf(s[4 * j + 2 * hh + 1], a.scale_log2, -l.y));
+      }
+    }
+    const int r1 = min(st.m0 + kBlockM, a.seqlen_q);
+    if (!tile_is_full<kBlockN>(mask, st.m0, r1, c0)) {
+#pragma unroll
+      for (int j = 0; j < kBlockM / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int q = st.m0 + 8 * j + 2 * t4 + e;
+          const int lo = mask.lo(q), hi = mask.hi(q);
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int key = c0 + krow + 8 * hh;
+            if (key < lo || key >= hi) s[4 * j + 2 * hh + e] = 0.f;
+          }
+        }
+      }
+    }
+    uint32_t pf[kBlockM / 16][4];
+    to_a_frags<E, kBlockM>(s, pf);
+
+    // dV += P^T dO (dO as the MN-major B operand: LBO = one atom column).
+    const uint64_t desc_do_mn = make_desc_sw128(sm.dout(st.stage), kBlockM * 128, 1024);
+    fence_operand(dv);
+    fence_operand(pf);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      Wgmma<kHeadDim, Tag>::rs(dv, pf[kk], desc_advance(desc_do_mn, kk * 16 * 128), 1);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // dP^T is ready; dV may still run
+    fence_operand(dp);
+
+#pragma unroll
+    for (int j = 0; j < kBlockM / 8; ++j) {
+      const float2 d = ld_shared_f32x2(dsum_s + (8 * j + 2 * t4) * 4);
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        dp[4 * j + 2 * hh + 0] = s[4 * j + 2 * hh + 0] * (dp[4 * j + 2 * hh + 0] - d.x);
+        dp[4 * j + 2 * hh + 1] = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
+      }
+    }
+    uint32_t dsf[kBlockM / 16][4];
+    to_a_frags<E, kBlockM>(dp, dsf);
+
+    // dK += dS^T Q.
+    const uint64_t desc_q_mn = make_desc_sw128(sm.q(st.stage), kBlockM * 128, 1024);
+    fence_operand(dk);
+    fence_operand(dsf);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      Wgmma<kHeadDim, Tag>::rs(dk, dsf[kk], desc_advance(desc_q_mn, kk * 16 * 128), 1);
+    }
+    wgmma_commit();
+
+    // dS^T to shared memory, [key][64 queries] with the 128-byte swizzle:
+    // row r's 16-byte chunk j (queries 8j..8j+7) sits at chunk j ^ (r % 8).
+    // Fragment word (j, hh) is dsf[j / 2][2 * (j % 2) + hh]. The previous
+    // step's dQ wgmmas (the only readers) retired before its kBarDQ.
+#pragma unroll
+    for (int j = 0; j < kBlockM / 8; ++j) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int r = krow + 8 * hh;
+        st_shared_u32(sm.ds() + r * 128 + ((j ^ (r % 8)) * 16) + t4 * 4,
+                      dsf[j / 2][2 * (j % 2) + hh]);
+      }
+    }
+    // The dQ staging buffer is rewritten below: the previous step's
+    // reductions must have read it.
+    if (reducer) tma_store_wait_read();
+    fence_proxy_async_smem();  // st.shared -> wgmma / bulk-copy reads (async proxy)
+    named_barrier_sync(T::kBarDS, 256);
+
+    // dQ[:, 64cw .. 64cw + 63] = dS K over all kBlockN keys.
+    float dq[kHeadDim / 4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      Wgmma<kHeadDim / 2, Tag>::ss_tt(dq, desc_advance(desc_ds, kk * 16 * 128),
+                                      desc_advance(desc_kb, kk * 16 * 128), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_operand(dq);
+    fence_operand(dv);
+    fence_operand(dk);
+    fence_operand(pf);
+    fence_operand(dsf);
+    // Every wgmma reading this stage's Q, dO (and LSE/D) has retired.
+    if (lane == 0) mbar_arrive(sm.q_empty(st.stage));
+
+    // Stage dQ (fp32, padded rows) and add it to the workspace, one row per
+    // bulk reduce; rows past seqlen_q are dropped.
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 16; ++j) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int row = 16 * warp + lane / 4 + 8 * hh;
+        const int col = 64 * cw + 8 * j + 2 * t4;
+        st_shared_f32x2(sm.dq() + (row * T::kDQStride + col) * 4, dq[4 * j + 2 * hh],
+                        dq[4 * j + 2 * hh + 1]);
+      }
+    }
+    fence_proxy_async_smem();
+    named_barrier_sync(T::kBarDQ, 256);
+    if (reducer) {
+      float* base = a.dq_accum + (static_cast<int64_t>(b) * a.heads_q + st.head) *
+                                     static_cast<int64_t>(a.seqlen_q) * kHeadDim;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = lane + 32 * h;
+        if (st.m0 + row < a.seqlen_q) {
+          bulk_reduce_add_f32(base + static_cast<int64_t>(st.m0 + row) * kHeadDim,
+                              sm.dq() + row * T::kDQStride * 4, kHeadDim * 4);
+        }
+      }
+      tma_store_commit();
+    }
+  }
+  if (reducer) bulk_wait_all();
+
+  // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.
+  using Elem = typename T::Element;
+  Elem* gdk = static_cast<Elem*>(a.dk) + b * a.dk_stride_batch + hk * a.dk_stride_head;
+  Elem* gdv = static_cast<Elem*>(a.dv) + b * a.dv_stride_batch + hk * a.dv_stride_head;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int key = c0 + krow + 8 * hh;
+    if (key < a.seqlen_k) {
+      Elem* rk = gdk + static_cast<int64_t>(key) * a.dk_stride_seq + 2 * t4;
+      Elem* rv = gdv + static_cast<int64_t>(key) * a.dv_stride_seq + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j) {
+        *reinterpret_cast<uint32_t*>(rk + 8 * j) =
+            E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale);
+        *reinterpret_cast<uint32_t*>(rv + 8 * j) = E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]);
+      }
+    }
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_constant__ BwdKernelArgs a) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  const BwdSmem<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
+  const int wg = static_cast<int>(threadIdx.x) / 128;
+  const int tid = static_cast<int>(threadIdx.x) % 128;
+  const int hk = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
+  const int c0 = static_cast<int>(blockIdx.x) * T::kBlockN;
+  const int keys = min(T::kBlockN, a.seqlen_k - c0);
+  const BlockMask mask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
+  const QueryTileRange qr = query_tile_range<T::kBlockM>(mask, a.seqlen_q, c0, keys);
+  const int total = qr.count * a.group;
+
+  if (threadIdx.x == 0) {
+    mbar_init(sm.kv_full(), 1);
+#pragma unroll
+    for (int s = 0; s < T::kStages; ++s) {
+      mbar_init(sm.q_full(s), 1);
+      mbar_init(sm.q_empty(s), T::kEmptyArrivals);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<T::kProducerRegs>();
+    if (threadIdx.x == 0) bwd_producer<T>(a, sm, hk, b, c0, total, qr);
+  } else {
+    setmaxnreg_inc<T::kConsumerRegs>();
+    bwd_consumer<T>(a, sm, mask, hk, b, c0, total, qr, wg - 1, tid);
+  }
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,56 @@
+// What the host adapter (bwd_sm90.cu) hands the Hopper backward kernels: TMA
+// descriptors of Q, K, V, dO (by value, __grid_constant__), the workspace
+// pointers and the problem's scalars, narrowed to 32 bits where
+// can_implement_bwd bounds them.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace flashattn::detail::cuda::sm90 {
+
+// Tile shape of the backward: one CTA per kBwdBlockN keys of one kv head,
+// stepping over kBwdBlockM query rows at a time (shared by host and device:
+// TMA box sizes, the padded LSE/D rows, the grid).
+constexpr int kBwdBlockM = 64;
+constexpr int kBwdBlockN = 128;
+
+struct BwdKernelArgs {
+  CUtensorMap tm_q;   // box {64, kBwdBlockM}
+  CUtensorMap tm_do;  // box {64, kBwdBlockM}
+  CUtensorMap tm_k;   // box {64, kBwdBlockN}
+  CUtensorMap tm_v;   // box {64, kBwdBlockN}
+  // Workspace (bwd_sm90.cu, BwdWorkspaceLayout): LSE * log2(e) (+inf for a
+  // row that saw no key and for the padding rows) and D = rowsum(dO * O),
+  // both [B, Hq, seqlen_q_pad] so every query tile's 64 values are one
+  // 256-byte aligned bulk copy; the fp32 dQ accumulator [B, Hq, Sq, 128].
+  const float* lse2;
+  const float* dsum;
+  float* dq_accum;
+  void* dk;  // written from registers: base pointers and strides in elements
+  void* dv;
+  int64_t dk_stride_batch, dk_stride_seq, dk_stride_head;
+  int64_t dv_stride_batch, dv_stride_seq, dv_stride_head;
+  int batch, seqlen_q, seqlen_q_pad, seqlen_k, heads_q, heads_kv, group;
+  int window_left, window_right;  // -1 = unbounded (clamped on the host)
+  float scale;       // softmax scale (dK's and dQ's final factor)
+  float scale_log2;  // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e))
+};
+
+// The preprocess and postprocess kernels (bwd_prepost.cuh).
+struct BwdPrepArgs {
+  const void* o;
+  const void* dout;
+  int64_t o_sb, o_ss, o_sh, do_sb, do_ss, do_sh;  // strides in elements
+  const float* lse;                               // [B, Hq, Sq]
+  float* lse2;                                    // [B, Hq, Sqp]
+  float* dsum;                                    // [B, Hq, Sqp]
+  float* dq_accum;                                // [B, Hq, Sq, D]
+  void* dq;
+  int64_t dq_sb, dq_ss, dq_sh;
+  int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim;
+  float scale;
+};
+
+}  // namespace flashattn::detail::cuda::sm90

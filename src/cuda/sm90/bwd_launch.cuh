@@ -1,0 +1,45 @@
+// Launch of one backward instantiation (preprocess, main kernel, dQ
+// postprocess on one stream); included only by the inst/ translation units.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "bwd_kernel.cuh"
+#include "bwd_launch.hpp"
+#include "bwd_prepost.cuh"
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <class Element, int kHeadDim>
+Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream_t stream) {
+  using T = BwdTraits<Element, kHeadDim>;
+  auto fail = [](const char* what, cudaError_t e) {
+    return Status::Error(ErrorCode::CudaError,
+                         std::string("sm90 backward: ") + what + ": " + cudaGetErrorString(e));
+  };
+  const size_t dq_bytes = static_cast<size_t>(prep.batch) * prep.heads_q * prep.seqlen_q *
+                          kHeadDim * sizeof(float);
+  cudaError_t e = cudaMemsetAsync(prep.dq_accum, 0, dq_bytes, stream);
+  if (e != cudaSuccess) return fail("cudaMemsetAsync", e);
+  const int64_t rows = static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad;
+  bwd_sm90_preprocess<Element><<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(prep);
+  if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);
+
+  auto* kernel = &bwd_kernel<T>;
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
+  if (e != cudaSuccess) return fail("cudaFuncSetAttribute", e);
+  const dim3 grid(static_cast<unsigned>((args.seqlen_k + T::kBlockN - 1) / T::kBlockN),
+                  static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(args.batch));
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args);
+  if ((e = cudaGetLastError()) != cudaSuccess) return fail("kernel launch", e);
+
+  const int64_t chunks = static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q *
+                         (kHeadDim / 8);
+  bwd_sm90_postprocess<Element><<<static_cast<unsigned>((chunks + 255) / 256), 256, 0, stream>>>(prep);
+  if ((e = cudaGetLastError()) != cudaSuccess) return fail("postprocess launch", e);
+  return Status::Ok();
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,111 @@
+// The Hopper backward's two helper kernels.
+//
+// Preprocess: per (batch, query head, row) of the padded row range, D =
+// rowsum(dO * O) and LSE * log2(e), written [B, Hq, seqlen_q_pad] so that the
+// main kernel fetches a query tile's 64 values with one aligned bulk copy
+// (the sm80 preprocess writes D unpadded, whose rows start at any 4-byte
+// offset, and leaves the LSE to be read from the caller's buffer). Padding
+// rows and rows that saw no key (LSE = -inf) get +inf, which makes their P
+// (and so dS) exactly 0.
+// Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sq, D] -> the dtype through
+// dq's strides.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "bwd_kernel_args.hpp"
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <class T>
+__device__ __forceinline__ float2 to_float2(uint32_t w);
+template <>
+__device__ __forceinline__ float2 to_float2<__nv_bfloat16>(uint32_t w) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+}
+template <>
+__device__ __forceinline__ float2 to_float2<__half>(uint32_t w) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+template <class T>
+__device__ __forceinline__ uint32_t from_float2(float x, float y);
+template <>
+__device__ __forceinline__ uint32_t from_float2<__nv_bfloat16>(float x, float y) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t from_float2<__half>(float x, float y) {
+  __half2 v = __floats2half2_rn(x, y);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// One warp per padded row; 16-byte loads (dispatch checked the alignment).
+template <class T>
+__global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  const int lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
+  const int64_t total = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q_pad;
+  if (row >= total) return;
+  const int i = static_cast<int>(row % a.seqlen_q_pad);
+  const int64_t bh = row / a.seqlen_q_pad;
+  if (i >= a.seqlen_q) {
+    if (lane == 0) {
+      a.dsum[row] = 0.f;
+      a.lse2[row] = INFINITY;
+    }
+    return;
+  }
+  const int h = static_cast<int>(bh % a.heads_q), b = static_cast<int>(bh / a.heads_q);
+  const T* o = static_cast<const T*>(a.o) + b * a.o_sb + static_cast<int64_t>(i) * a.o_ss + h * a.o_sh;
+  const T* d = static_cast<const T*>(a.dout) + b * a.do_sb + static_cast<int64_t>(i) * a.do_ss +
+               h * a.do_sh;
+  float acc = 0.f;
+  for (int c = lane * 8; c < a.head_dim; c += 32 * 8) {
+    const uint4 ov = *reinterpret_cast<const uint4*>(o + c);
+    const uint4 dv = *reinterpret_cast<const uint4*>(d + c);
+    const uint32_t ow[4] = {ov.x, ov.y, ov.z, ov.w}, dw[4] = {dv.x, dv.y, dv.z, dv.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 x = to_float2<T>(ow[j]), y = to_float2<T>(dw[j]);
+      acc = fmaf(x.x, y.x, acc);
+      acc = fmaf(x.y, y.y, acc);
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) {
+    const float lse = a.lse[bh * a.seqlen_q + i];
+    a.dsum[row] = acc;
+    a.lse2[row] = lse == -INFINITY ? INFINITY : lse * kLog2e;
+  }
+}
+
+// One thread per 8 elements of dQ.
+template <class T>
+__global__ void __launch_bounds__(256) bwd_sm90_postprocess(const BwdPrepArgs a) {
+  const int cpr = a.head_dim / 8;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t total = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q * cpr;
+  if (idx >= total) return;
+  const int c = static_cast<int>(idx % cpr) * 8;
+  const int64_t row = idx / cpr;
+  const int i = static_cast<int>(row % a.seqlen_q);
+  const int64_t bh = row / a.seqlen_q;
+  const int h = static_cast<int>(bh % a.heads_q), b = static_cast<int>(bh / a.heads_q);
+  const float4* src = reinterpret_cast<const float4*>(a.dq_accum + row * a.head_dim + c);
+  const float4 x = src[0], y = src[1];
+  uint4 out;
+  out.x = from_float2<T>(x.x * a.scale, x.y * a.scale);
+  out.y = from_float2<T>(x.z * a.scale, x.w * a.scale);
+  out.z = from_float2<T>(y.x * a.scale, y.y * a.scale);
+  out.w = from_float2<T>(y.z * a.scale, y.w * a.scale);
+  T* dst = static_cast<T*>(a.dq) + b * a.dq_sb + static_cast<int64_t>(i) * a.dq_ss + h * a.dq_sh + c;
+  *reinterpret_cast<uint4*>(dst) = out;
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,46 @@
+// Inline-PTX helpers the backward adds to ptx.cuh: plain (non-tensor) bulk
+// copies for the per-tile LSE/D rows, the bulk reduce-add that accumulates
+// dQ in global memory, and shared-memory accesses by 32-bit address.
+#pragma once
+
+#include <cstdint>
+
+namespace flashattn::detail::cuda::sm90 {
+
+// `bytes` (a multiple of 16) from global `src` (16-byte aligned) to shared
+// `dst`, completing on `bar` as transaction bytes.
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes,
+                                          uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// dst[i] += src[i] for `bytes` / 4 floats, performed by the TMA unit
+// (atomic per element with respect to other reductions); joins the issuing
+// thread's current bulk group (tma_store_commit / tma_store_wait_read).
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                   reinterpret_cast<uint64_t>(dst)),
+               "r"(src), "r"(bytes)
+               : "memory");
+}
+
+// Waits until every committed bulk operation of this thread has completed.
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void st_shared_f32x2(uint32_t addr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,251 @@
+// Host adapter of the Hopper backward: can_implement_bwd, the workspace
+// layout, TMA descriptors of Q, K, V, dO, dispatch to the per-(dtype, head
+// dim) launchers in inst/bwd_*.cu. The tensor-map encoding follows
+// sm90_forward.cu's (whose helpers are file-local there).
+#include "bwd_sm90.hpp"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "bwd_kernel_args.hpp"
+#include "bwd_launch.hpp"
+
+namespace flashattn::detail::cuda::sm90 {
+namespace {
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiledFn encode_tiled_fn() {
+  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000,
+                                                     cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<EncodeTiledFn>(ptr);
+  }();
+  return fn;
+}
+
+Status unsupported(const std::string& m) {
+  return Status::Error(ErrorCode::Unsupported, "sm90 backward: " + m);
+}
+
+constexpr int64_t kMaxSeqlen = int64_t(1) << 28;
+
+struct Operand {
+  const char* name;
+  const void* ptr;
+  int64_t seqlen, heads;
+  Strides str;
+};
+
+// TMA moves 16-byte units: the base and every applied stride must be
+// multiples of 16 bytes. Dispatch has checked this already for its own
+// 16-byte loads; kept here so can_implement_bwd stands on its own.
+Status check_alignment(const Operand& t, int64_t batch) {
+  if (reinterpret_cast<uintptr_t>(t.ptr) % 16 != 0) {
+    return unsupported(std::string(t.name) + ": data pointer not 16-byte aligned");
+  }
+  const int64_t sizes[3] = {t.seqlen, t.heads, batch};
+  const int64_t strides[3] = {t.str.seq, t.str.head, t.str.batch};
+  for (int i = 0; i < 3; ++i) {
+    if (sizes[i] > 1 && (strides[i] * 2) % 16 != 0) {
+      return unsupported(std::string(t.name) + ": a stride is not a multiple of 16 bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+// 4-d map {head_dim, seqlen, heads, batch}, box {64, box_rows, 1, 1},
+// 128-byte swizzle (the layout the wgmma descriptors describe).
+Status encode(CUtensorMap* map, const Operand& t, int64_t batch, int64_t head_dim, DType dtype,
+              int box_rows) {
+  EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) return unsupported("cuTensorMapEncodeTiled is not available from the driver");
+  const int64_t esize = 2;
+  auto stride_or = [&](int64_t size, int64_t s) {
+    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
+  };
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(t.seqlen),
+                              static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[3] = {stride_or(t.seqlen, t.str.seq), stride_or(t.heads, t.str.head),
+                                 stride_or(batch, t.str.batch)};
+  for (cuuint64_t s : strides) {
+    if (s >= (cuuint64_t(1) << 40)) {
+      return unsupported(std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)");
+    }
+  }
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType dt = dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUresult r = fn(map, dt, 4, const_cast<void*>(t.ptr), dims, strides, box, estr,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return unsupported(std::string(t.name) + ": cuTensorMapEncodeTiled rejected the layout (CUresult " +
+                       std::to_string(static_cast<int>(r)) + ")");
+  }
+  return Status::Ok();
+}
+
+Status check_device(int device) {
+  int major = 0, minor = 0;
+  cudaError_t e1 = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaError_t e2 = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (e1 != cudaSuccess || e2 != cudaSuccess) {
+    (void)cudaGetLastError();
+    return unsupported("cannot query CUDA device " + std::to_string(device));
+  }
+  if (major != 9 || minor != 0) return unsupported("needs a compute capability 9.0 device");
+  return Status::Ok();
+}
+
+// Byte layout of the workspace: lse2 [B, Hq, Sqp], dsum [B, Hq, Sqp], dQ
+// accumulator [B, Hq, Sq, head_dim]; every part 256-byte aligned.
+struct Layout {
+  int64_t sq_pad = 0;
+  size_t lse2 = 0, dsum = 0, dq = 0, total = 0;
+};
+Layout layout(const BwdParams& p) {
+  Layout l;
+  l.sq_pad = (p.seqlen_q + kBwdBlockM - 1) / kBwdBlockM * kBwdBlockM;
+  const size_t bh = static_cast<size_t>(p.batch) * p.heads_q;
+  const size_t rows_bytes = (bh * l.sq_pad * sizeof(float) + 255) / 256 * 256;
+  l.lse2 = 0;
+  l.dsum = rows_bytes;
+  l.dq = 2 * rows_bytes;
+  l.total = l.dq + bh * p.seqlen_q * p.head_dim * sizeof(float);
+  return l;
+}
+
+// Every check that needs no workspace; fills the tensor maps and scalars.
+Status prepare(const BwdParams& p, BwdKernelArgs* args) {
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("dtype must be fp16 or bf16");
+  if (p.head_dim != 128) {
+    return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: 128)");
+  }
+  if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
+  if (p.deterministic) return unsupported("deterministic mode runs on the sm80 kernels");
+  if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return unsupported("scale must be positive and finite");
+  if (p.batch <= 0 || p.heads_q <= 0 || p.seqlen_q <= 0 || p.seqlen_k <= 0) {
+    return unsupported("empty problem (the sm80 path handles it)");
+  }
+  if (p.seqlen_q > kMaxSeqlen || p.seqlen_k > kMaxSeqlen) return unsupported("sequence lengths above 2^28");
+  if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return unsupported("heads_q must be a multiple of heads_kv");
+  if (p.batch > 65535 || p.heads_kv > 65535) return unsupported("batch and heads_kv must be at most 65535");
+  if (p.lse == nullptr) return unsupported("needs the forward's LSE");
+  if (Status s = check_device(p.device_index); !s.ok()) return s;
+
+  const Operand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
+  const Operand dout{"dout", p.dout, p.seqlen_q, p.heads_q, p.do_str};
+  const Operand k{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
+  const Operand v{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
+  for (const Operand* t : {&q, &dout, &k, &v}) {
+    if (Status s = check_alignment(*t, p.batch); !s.ok()) return s;
+  }
+  if (Status s = encode(&args->tm_q, q, p.batch, p.head_dim, p.dtype, kBwdBlockM); !s.ok()) return s;
+  if (Status s = encode(&args->tm_do, dout, p.batch, p.head_dim, p.dtype, kBwdBlockM); !s.ok()) return s;
+  if (Status s = encode(&args->tm_k, k, p.batch, p.head_dim, p.dtype, kBwdBlockN); !s.ok()) return s;
+  if (Status s = encode(&args->tm_v, v, p.batch, p.head_dim, p.dtype, kBwdBlockN); !s.ok()) return s;
+
+  const Layout l = layout(p);
+  if (static_cast<int64_t>(p.batch) * p.heads_q * l.sq_pad > INT32_MAX) {
+    return unsupported("more than 2^31 query rows");
+  }
+  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
+  auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
+  args->dk = p.dk;
+  args->dv = p.dv;
+  args->dk_stride_batch = p.dk_str.batch;
+  args->dk_stride_seq = p.dk_str.seq;
+  args->dk_stride_head = p.dk_str.head;
+  args->dv_stride_batch = p.dv_str.batch;
+  args->dv_stride_seq = p.dv_str.seq;
+  args->dv_stride_head = p.dv_str.head;
+  args->batch = static_cast<int>(p.batch);
+  args->seqlen_q = static_cast<int>(sq);
+  args->seqlen_q_pad = static_cast<int>(l.sq_pad);
+  args->seqlen_k = static_cast<int>(sk);
+  args->heads_q = static_cast<int>(p.heads_q);
+  args->heads_kv = static_cast<int>(p.heads_kv);
+  args->group = static_cast<int>(p.heads_q / p.heads_kv);
+  args->window_left = clamp_window(p.window_left);
+  args->window_right = clamp_window(p.window_right);
+  args->scale = p.scale;
+  args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status can_implement_bwd(const BwdParams& p) noexcept {
+  try {
+    BwdKernelArgs args{};
+    return prepare(p, &args);
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "sm90 backward: exception in can_implement_bwd");
+  }
+}
+
+size_t bwd_workspace_bytes(const BwdParams& p) noexcept { return layout(p).total; }
+
+Status run_backward(const BwdParams& p, void* workspace) noexcept {
+  try {
+    BwdKernelArgs args{};
+    if (Status s = prepare(p, &args); !s.ok()) return s;
+    if (workspace == nullptr) return unsupported("no workspace");
+    const Layout l = layout(p);
+    char* ws = static_cast<char*>(workspace);
+    args.lse2 = reinterpret_cast<const float*>(ws + l.lse2);
+    args.dsum = reinterpret_cast<const float*>(ws + l.dsum);
+    args.dq_accum = reinterpret_cast<float*>(ws + l.dq);
+
+    BwdPrepArgs prep{};
+    prep.o = p.out;
+    prep.dout = p.dout;
+    prep.o_sb = p.o_str.batch;
+    prep.o_ss = p.o_str.seq;
+    prep.o_sh = p.o_str.head;
+    prep.do_sb = p.do_str.batch;
+    prep.do_ss = p.do_str.seq;
+    prep.do_sh = p.do_str.head;
+    prep.lse = p.lse;
+    prep.lse2 = reinterpret_cast<float*>(ws + l.lse2);
+    prep.dsum = reinterpret_cast<float*>(ws + l.dsum);
+    prep.dq_accum = args.dq_accum;
+    prep.dq = p.dq;
+    prep.dq_sb = p.dq_str.batch;
+    prep.dq_ss = p.dq_str.seq;
+    prep.dq_sh = p.dq_str.head;
+    prep.batch = args.batch;
+    prep.heads_q = args.heads_q;
+    prep.seqlen_q = args.seqlen_q;
+    prep.seqlen_q_pad = args.seqlen_q_pad;
+    prep.head_dim = static_cast<int>(p.head_dim);
+    prep.scale = p.scale;
+
+    cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+    // dispatch.cpp has made p.device_index current (DeviceGuard).
+    return p.dtype == DType::BF16 ? launch_bwd<__nv_bfloat16, 128>(args, prep, stream)
+                                  : launch_bwd<__half, 128>(args, prep, stream);
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "sm90 backward: exception in run_backward");
+  }
+}
+
+}  // namespace flashattn::detail::cuda::sm90

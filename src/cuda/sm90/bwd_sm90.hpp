@@ -1,0 +1,26 @@
+// Hopper (sm_90a) backward: warp-specialised TMA + wgmma (bwd_kernel.cuh).
+// Called by the CUDA dispatch after src/api's and dispatch.cpp's checks.
+#pragma once
+
+#include <cstddef>
+
+#include "common/params.hpp"
+
+namespace flashattn::detail::cuda::sm90 {
+
+// Ok when this backward can run `p` on p.device_index. Unsupported (dispatch
+// then runs the sm80 backward) for: device not sm_90, dtype other than
+// fp16/bf16, head_dim other than 128, softcap, deterministic (the sm80 path's
+// atomic-free dQ kernel provides it), an empty problem, lengths over 2^28,
+// more than 2^31 rows, a pointer or stride that breaks TMA's 16-byte rule.
+Status can_implement_bwd(const BwdParams& p) noexcept;
+
+// Workspace bytes run_backward needs for `p` (call only when
+// can_implement_bwd(p) is Ok): LSE*log2e and D padded to 64-row tiles, and
+// the fp32 dQ accumulator.
+size_t bwd_workspace_bytes(const BwdParams& p) noexcept;
+
+// Runs the backward on p.stream (asynchronous). Writes p.dq, p.dk, p.dv.
+Status run_backward(const BwdParams& p, void* workspace) noexcept;
+
+}  // namespace flashattn::detail::cuda::sm90

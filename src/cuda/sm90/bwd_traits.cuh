@@ -1,0 +1,89 @@
+// Compile-time configuration of the Hopper backward: tile shape, warp roles,
+// register budgets, shared-memory map. See bwd_kernel.cuh for the algorithm.
+#pragma once
+
+#include <cstdint>
+
+#include "bwd_kernel_args.hpp"
+#include "kernel_traits.cuh"  // ElementTraits (MMA tag, fp32 -> 16-bit pack)
+
+namespace flashattn::detail::cuda::sm90 {
+
+template <class Element_, int kHeadDim_>
+struct BwdTraits {
+  using Element = Element_;
+  using MmaTag = typename ElementTraits<Element>::MmaTag;
+
+  static constexpr int kHeadDim = kHeadDim_;
+  // dQ is split by head-dim columns between the two consumer warpgroups
+  // (N = kHeadDim / 2 per wgmma, one 64-wide swizzle atom column each), which
+  // needs kHeadDim == 128. head_dim 64 (N = 32 from half an atom column) and
+  // 256 (K and V alone take 128 KB at 128 keys) stay on the sm80 kernels.
+  static_assert(kHeadDim == 128, "the sm90 backward is built for head_dim 128");
+  static constexpr int kAtoms = kHeadDim / 64;
+  static constexpr int kBlockM = kBwdBlockM;  // query rows per step
+  static constexpr int kBlockN = kBwdBlockN;  // keys per CTA
+  static constexpr int kStages = 2;           // Q/dO/LSE/D ring depth
+
+  // Warpgroup 0 produces (TMA), warpgroups 1 and 2 each own 64 of the
+  // kBlockN keys: S^T, dP^T, dV and dK for their keys, and half of dQ's
+  // head-dim columns.
+  static constexpr int kConsumerWGs = 2;
+  static_assert(kConsumerWGs * 64 == kBlockN, "");
+  static constexpr int kThreads = 128 * (1 + kConsumerWGs);
+  static constexpr uint32_t kProducerRegs = 24;
+  static constexpr uint32_t kConsumerRegs = 240;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= 65536, "");
+
+  static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // K or V
+  static constexpr int kQBytes = kBlockM * kHeadDim * 2;   // one Q or dO stage
+  static constexpr int kRowBytes = kBlockM * 4;            // one stage of LSE or D
+  static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T [key][query]
+  // dQ staging for the bulk reduce-add, fp32 [query][kHeadDim + 8]: the pad
+  // of 8 floats puts rows 8 banks apart, so a warp's float2 stores (8 rows x
+  // 4 lanes) fill 32 banks twice, the minimum.
+  static constexpr int kDQStride = kHeadDim + 8;  // floats
+  static constexpr int kDQBytes = kBlockM * kDQStride * 4;
+
+  // Shared memory (byte offsets from a 1024-aligned base; every wgmma/TMA
+  // tile starts 1024-aligned, see wgmma.cuh).
+  static constexpr int kKOff = 0;
+  static constexpr int kVOff = kKOff + kKVBytes;
+  static constexpr int kQOff = kVOff + kKVBytes;
+  static constexpr int kDOOff = kQOff + kStages * kQBytes;
+  static constexpr int kDSOff = kDOOff + kStages * kQBytes;
+  static constexpr int kDQOff = kDSOff + kDSBytes;
+  static constexpr int kLseOff = kDQOff + kDQBytes;
+  static constexpr int kDsumOff = kLseOff + kStages * kRowBytes;
+  static constexpr int kBarOff = kDsumOff + kStages * kRowBytes;
+  // Barriers: kv_full, q_full[kStages], q_empty[kStages].
+  static constexpr int kNumBars = 1 + 2 * kStages;
+  static constexpr int kSmemBytes = kBarOff + 8 * kNumBars + 1024;  // + alignment slack
+  static_assert(kSmemBytes <= 227 * 1024, "exceeds the sm90 per-block shared memory");
+  static_assert(kDQOff % 1024 == 0 && kDSOff % 1024 == 0 && kQBytes % 1024 == 0, "");
+
+  // One arrival per consumer warp frees a Q/dO stage.
+  static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
+  // Named barriers over the 256 consumer threads (0 is __syncthreads).
+  static constexpr uint32_t kBarDS = 1;  // both halves of dS^T are in smem
+  static constexpr uint32_t kBarDQ = 2;  // the dQ tile is staged for the reduce
+};
+
+template <class T>
+struct BwdSmem {
+  uint32_t base;  // 1024-aligned shared-window address
+  __device__ __forceinline__ uint32_t k() const { return base + T::kKOff; }
+  __device__ __forceinline__ uint32_t v() const { return base + T::kVOff; }
+  __device__ __forceinline__ uint32_t q(int s) const { return base + T::kQOff + s * T::kQBytes; }
+  __device__ __forceinline__ uint32_t dout(int s) const { return base + T::kDOOff + s * T::kQBytes; }
+  __device__ __forceinline__ uint32_t ds() const { return base + T::kDSOff; }
+  __device__ __forceinline__ uint32_t dq() const { return base + T::kDQOff; }
+  __device__ __forceinline__ uint32_t lse(int s) const { return base + T::kLseOff + s * T::kRowBytes; }
+  __device__ __forceinline__ uint32_t dsum(int s) const { return base + T::kDsumOff + s * T::kRowBytes; }
+  __device__ __forceinline__ uint32_t bar(int i) const { return base + T::kBarOff + 8 * i; }
+  __device__ __forceinline__ uint32_t kv_full() const { return bar(0); }
+  __device__ __forceinline__ uint32_t q_full(int s) const { return bar(1 + s); }
+  __device__ __forceinline__ uint32_t q_empty(int s) const { return bar(1 + T::kStages + s); }
+};
+
+}  // namespace flashattn::detail::cuda::sm90
