@@ -9,6 +9,13 @@
  * arbitrary strides counted in elements; the last dimension must be
  * contiguous (stride 1). BHSD callers pass BHSD strides. LSE is fp32
  * [batch, heads_q, seqlen_q], contiguous, natural log.
+ *
+ * Variable-length batches: fa_forward_varlen / fa_backward_varlen take the
+ * same args with 3-D [total_tokens, heads, head_dim] tensors plus an
+ * fa_varlen (cu_seqlens int32 [batch + 1]); LSE is then [heads_q, total_q].
+ * KV-cache decoding: fa_forward_kvcache (see fa_kvcache_args). The semantics
+ * are those of flashattn.hpp (Varlen, KvCacheArgs), which states them in full;
+ * cache_seqlens is not updated by the library.
  */
 #ifndef FLASHATTN_H_
 #define FLASHATTN_H_
@@ -30,7 +37,7 @@ extern "C" {
 #define FA_VERSION_MINOR 1
 #define FA_VERSION_PATCH 0
 
-typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2 } fa_dtype;
+typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2, FA_I32 = 3 /* index tensors */ } fa_dtype;
 typedef enum fa_device { FA_CPU = 0, FA_CUDA = 1 } fa_device;
 typedef enum fa_status {
   FA_OK = 0,
@@ -74,6 +81,27 @@ typedef struct fa_backward_args {
   fa_options options;
 } fa_backward_args;
 
+/* Variable-length batch: both cu_seqlens set, int32 [batch + 1] on q's
+ * device, non-decreasing from 0; max_seqlen_* >= every sequence's length. */
+typedef struct fa_varlen {
+  fa_tensor cu_seqlens_q, cu_seqlens_k;
+  int64_t max_seqlen_q, max_seqlen_k;
+} fa_varlen;
+
+/* KV cache: q [B, Sq, Hq, D]; k_cache / v_cache [B, capacity, Hkv, D], or
+ * [num_pages, page_size, Hkv, D] (page_size a multiple of 16) with
+ * block_table int32 [B, max_pages]; cache_seqlens int32 [B]; optional
+ * k_new / v_new [B, S_new, Hkv, D] written into the cache at cache_seqlens[b]
+ * before the attention over keys [0, cache_seqlens[b] + S_new). num_splits:
+ * split-KV pieces, 0 = heuristic. block_table.data / k_new.data NULL = unused. */
+typedef struct fa_kvcache_args {
+  fa_tensor q, k_cache, v_cache, cache_seqlens, block_table, k_new, v_new;
+  fa_tensor out; /* [B, Sq, Hq, D], dtype of q */
+  fa_tensor lse; /* optional: fp32 [B, Hq, Sq] */
+  fa_options options;
+  int32_t num_splits;
+} fa_kvcache_args;
+
 /* Defaults: scale 0 (= 1/sqrt(d)), no softcap, unbounded window, not
  * causal, not deterministic, default stream. */
 FA_API void fa_options_init(fa_options* options);
@@ -85,11 +113,15 @@ FA_API fa_tensor fa_tensor_contiguous(void* data, fa_dtype dtype, fa_device devi
 
 FA_API fa_status fa_forward(const fa_forward_args* args);
 FA_API fa_status fa_backward(const fa_backward_args* args);
+FA_API fa_status fa_forward_varlen(const fa_forward_args* args, const fa_varlen* varlen);
+FA_API fa_status fa_backward_varlen(const fa_backward_args* args, const fa_varlen* varlen);
+FA_API fa_status fa_forward_kvcache(const fa_kvcache_args* args);
 
 /* Bytes of scratch memory the call would allocate (host for CPU tensors,
  * device for CUDA tensors); the inputs and outputs are not counted. */
 FA_API fa_status fa_forward_workspace_bytes(const fa_forward_args* args, size_t* bytes);
 FA_API fa_status fa_backward_workspace_bytes(const fa_backward_args* args, size_t* bytes);
+FA_API fa_status fa_forward_kvcache_workspace_bytes(const fa_kvcache_args* args, size_t* bytes);
 
 /* Message of the last failed call on this thread ("" if none). */
 FA_API const char* fa_last_error(void);

@@ -12,6 +12,28 @@
 //
 // Functions never throw: failures come back as a Status whose message names
 // the argument and what was expected, and no output is written.
+//
+// Variable-length batches (flash-attn's flash_attn_varlen_func): set
+// cu_seqlens_q / cu_seqlens_k (int32 [batch + 1], non-decreasing, starting
+// at 0) and max_seqlen_q / max_seqlen_k in ForwardArgs / BackwardArgs. Then
+// q / out / dout / dq are 3-D [total_q, heads_q, head_dim] and k / v / dk / dv
+// are [total_k, heads_kv, head_dim]; sequence b owns rows
+// [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q and [cu_seqlens_k[b],
+// cu_seqlens_k[b+1]) of k and v. LSE is fp32 [heads_q, total_q] (as in
+// flash-attn). Causal is bottom-right aligned per sequence; a sequence of
+// length 0 is allowed (no query rows: nothing written; no keys: O = 0,
+// LSE = -inf; in the backward the gradients of its rows are zero).
+//
+// KV-cache decoding (flash-attn's flash_attn_with_kvcache): forward_kvcache()
+// with KvCacheArgs below. cache_seqlens is NOT updated by the library (as in
+// flash-attn): after appending s_new tokens the caller adds s_new itself.
+//
+// The int32 index tensors (cu_seqlens, cache_seqlens, block_table) live on
+// the device of q. For CPU tensors their values are validated (monotone,
+// within capacity, pages in range) before anything is written. For CUDA
+// tensors the host never reads them (no synchronisation, CUDA-graph safe), so
+// values out of range are the caller's bug, as in flash-attn; their shapes,
+// dtypes and devices are still checked.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +49,7 @@
 
 namespace flashattn {
 
-enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2 };
+enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3 };  // I32: index tensors only
 enum class Device : int32_t { CPU = 0, CUDA = 1 };
 
 FLASHATTN_EXPORT const char* dtype_name(DType dtype) noexcept;
@@ -58,11 +80,20 @@ struct Options {
   void* stream = nullptr;      // cudaStream_t for CUDA tensors
 };
 
+// Optional variable-length batch description (see the top of this file);
+// all fields unset (cu_seqlens_q.data == nullptr) means padded BSHD tensors.
+struct Varlen {
+  TensorView cu_seqlens_q, cu_seqlens_k;  // int32 [batch + 1], both set or neither
+  int64_t max_seqlen_q = 0, max_seqlen_k = 0;  // >= every sequence's length
+  bool enabled() const noexcept { return cu_seqlens_q.data != nullptr || cu_seqlens_k.data != nullptr; }
+};
+
 struct ForwardArgs {
   TensorView q, k, v;  // [B, Sq, Hq, D], [B, Sk, Hkv, D], [B, Sk, Hkv, D]
   TensorView out;      // [B, Sq, Hq, D], dtype of q
   TensorView lse;      // optional (data == nullptr): fp32 [B, Hq, Sq] contiguous
   Options options;
+  Varlen varlen;       // optional: packed [total, heads, head_dim] tensors
 };
 
 struct BackwardArgs {
@@ -70,6 +101,36 @@ struct BackwardArgs {
   TensorView lse;                 // from the forward
   TensorView dq, dk, dv;          // outputs, shaped like q, k, v
   Options options;
+  Varlen varlen;                  // optional: as in ForwardArgs (LSE [Hq, total_q])
+};
+
+// Attention of a few new query tokens per sequence against a KV cache, with
+// optional in-place append first (flash-attn's flash_attn_with_kvcache).
+//   q        [B, Sq, Hq, D]
+//   k_cache, v_cache  [B, capacity, Hkv, D], or, with block_table (paged KV),
+//            [num_pages, page_size, Hkv, D] with page_size a multiple of 16
+//   block_table  optional int32 [B, max_pages]: token t of sequence b lives in
+//            page block_table[b][t / page_size], row t % page_size
+//   cache_seqlens  int32 [B]: tokens already in sequence b's cache
+//   k_new, v_new   optional [B, S_new, Hkv, D]: written into the cache at
+//            positions cache_seqlens[b] .. + S_new - 1 before the attention
+//   The attention for sequence b sees keys [0, cache_seqlens[b] + S_new);
+//   causal is bottom-right aligned (the last query sits on the last key).
+//   cache_seqlens is not updated (the caller adds S_new, as in flash-attn).
+//   num_splits: how many pieces the key range is split into (flash-decoding,
+//   partial results merged by their LSE); 0 = chosen by a heuristic.
+// Capacity overflow (cache_seqlens[b] + S_new > capacity, or more pages than
+// the block table has) is an error, checked before anything is written (CPU).
+struct KvCacheArgs {
+  TensorView q;
+  TensorView k_cache, v_cache;
+  TensorView cache_seqlens;
+  TensorView block_table;  // optional
+  TensorView k_new, v_new;  // optional, both or neither
+  TensorView out;          // [B, Sq, Hq, D], dtype of q
+  TensorView lse;          // optional: fp32 [B, Hq, Sq] contiguous
+  Options options;         // deterministic is ignored (the forward always is)
+  int32_t num_splits = 0;
 };
 
 enum class ErrorCode : int32_t {
@@ -91,11 +152,13 @@ struct Status {
 
 FLASHATTN_EXPORT Status forward(const ForwardArgs& args) noexcept;
 FLASHATTN_EXPORT Status backward(const BackwardArgs& args) noexcept;
+FLASHATTN_EXPORT Status forward_kvcache(const KvCacheArgs& args) noexcept;
 
 // Scratch bytes the call allocates besides its inputs and outputs (host memory
 // for CPU tensors, device memory for CUDA). Grows as O(N), never O(N^2).
 FLASHATTN_EXPORT Status forward_workspace_bytes(const ForwardArgs& args, size_t* bytes) noexcept;
 FLASHATTN_EXPORT Status backward_workspace_bytes(const BackwardArgs& args, size_t* bytes) noexcept;
+FLASHATTN_EXPORT Status forward_kvcache_workspace_bytes(const KvCacheArgs& args, size_t* bytes) noexcept;
 
 FLASHATTN_EXPORT const char* version() noexcept;
 FLASHATTN_EXPORT bool cuda_available() noexcept;

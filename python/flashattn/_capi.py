@@ -33,6 +33,7 @@ __all__ = [
 
 # ---- enums (must match flashattn.h) ------------------------------------------
 FA_F32, FA_F16, FA_BF16 = 0, 1, 2
+FA_I32 = 3  # index tensors: cu_seqlens, cache_seqlens, block_table
 FA_CPU, FA_CUDA = 0, 1
 FA_OK, FA_ERR_INVALID_ARGUMENT, FA_ERR_UNSUPPORTED, FA_ERR_CUDA, FA_ERR_INTERNAL = 0, 1, 2, 3, 4
 
@@ -116,6 +117,17 @@ class BackwardArgs(ctypes.Structure):
     ]
 
 
+class Varlen(ctypes.Structure):
+    _fields_ = [("cu_seqlens_q", Tensor), ("cu_seqlens_k", Tensor),
+                ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64)]
+
+
+class KvCacheArgs(ctypes.Structure):
+    _fields_ = [(n, Tensor) for n in ("q", "k_cache", "v_cache", "cache_seqlens", "block_table",
+                                      "k_new", "v_new", "out", "lse")] + [
+        ("options", Options), ("num_splits", ctypes.c_int32)]
+
+
 # The sizes the C compiler gives these structs on LP64 (checked against the
 # header by python/tests/test_package.py, which compiles a probe).
 assert ctypes.sizeof(Tensor) == 88 and ctypes.sizeof(Options) == 40
@@ -185,6 +197,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fa_version.restype = ctypes.c_int32
     lib.fa_cuda_available.argtypes = []
     lib.fa_cuda_available.restype = ctypes.c_int32
+    lib.fa_forward_varlen.argtypes = [P(ForwardArgs), P(Varlen)]
+    lib.fa_forward_varlen.restype = ctypes.c_int
+    lib.fa_backward_varlen.argtypes = [P(BackwardArgs), P(Varlen)]
+    lib.fa_backward_varlen.restype = ctypes.c_int
+    lib.fa_forward_kvcache.argtypes = [P(KvCacheArgs)]
+    lib.fa_forward_kvcache.restype = ctypes.c_int
     global _raw_forward, _raw_backward
     proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)  # the block is only read
     _raw_forward = proto(("fa_forward", lib))
@@ -267,6 +285,18 @@ def forward(args: ForwardArgs) -> None:
 
 def backward(args: BackwardArgs) -> None:
     _check(lib().fa_backward(ctypes.byref(args)))
+
+
+def forward_varlen(args: ForwardArgs, varlen: Varlen) -> None:
+    _check(lib().fa_forward_varlen(ctypes.byref(args), ctypes.byref(varlen)))
+
+
+def backward_varlen(args: BackwardArgs, varlen: Varlen) -> None:
+    _check(lib().fa_backward_varlen(ctypes.byref(args), ctypes.byref(varlen)))
+
+
+def forward_kvcache(args: KvCacheArgs) -> None:
+    _check(lib().fa_forward_kvcache(ctypes.byref(args)))
 
 
 def forward_packed(*values) -> None:

@@ -6,15 +6,22 @@ flash_attn_func`` can replace ``from flash_attn import flash_attn_func``.
 Features flashattn already has map straight through (softmax_scale, causal,
 window_size, softcap, deterministic, GQA/MQA, Sq != Sk); an argument that asks
 for a feature flashattn does not have yet raises NotImplementedError naming
-the argument.  Variable-length (cu_seqlens) batches and the KV cache are not
-implemented yet: those functions keep flash-attn's signatures but raise.
+the argument.  Variable-length batches (cu_seqlens, the three *_varlen_*
+functions, differentiable) and the KV cache (flash_attn_with_kvcache: in-place
+append, cache_seqlens, paged block_table, split-KV decode) are supported;
+rotary embedding, cache_batch_idx and cache_leftpad are not yet and raise.
+As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
 """
 
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
+import torch
+
+from ._common import resolve_options
 from ._torch_ops import attention
+from . import _torch_varlen  # noqa: F401  (registers torch.ops.flashattn.varlen_* / kvcache_fwd)
 
 __all__ = [
     "flash_attn_func",
@@ -88,9 +95,15 @@ def flash_attn_kvpacked_func(q, kv, dropout_p: float = 0.0, softmax_scale: Optio
     return attention(q, k, v, **_opts(softmax_scale, causal, window_size, softcap, deterministic))
 
 
-_VARLEN = ("variable-length batches (cu_seqlens / max_seqlen) are not implemented in flashattn "
-           "yet; pad to (batch, seqlen, nheads, headdim) and call flash_attn_func, or wait for "
-           "the varlen feature")
+def _resolved(softmax_scale, causal, window_size, softcap) -> dict:
+    o = _opts(softmax_scale, causal, window_size, softcap, False)
+    return resolve_options(o["causal"], o["softmax_scale"], o["window"], o["softcap"])
+
+
+def _i32(name: str, t, device) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor of int32, got {type(t).__name__}")
+    return t.to(device=device, dtype=torch.int32)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -98,8 +111,22 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            causal: bool = False, window_size: Tuple[int, int] = (-1, -1),
                            softcap: float = 0.0, alibi_slopes=None, deterministic: bool = False,
                            return_attn_probs: bool = False, block_table=None):
-    """Not implemented yet: flashattn has no variable-length (varlen) support."""
-    raise NotImplementedError(f"flash_attn_varlen_func: {_VARLEN}")
+    """q: (total_q, nheads, headdim); k, v: (total_k, nheads_k, headdim);
+    cu_seqlens_q / cu_seqlens_k: int32 (batch + 1,), cumulative lengths from 0;
+    max_seqlen_q / max_seqlen_k: the longest sequence.  Causal masking is
+    bottom-right aligned per sequence.  Returns out (total_q, nheads, headdim).
+    Differentiable in q, k, v."""
+    _unsupported("flash_attn_varlen_func", dropout_p, alibi_slopes, return_attn_probs)
+    if block_table is not None:
+        raise NotImplementedError(
+            "flash_attn_varlen_func: block_table (paged KV) is supported by flash_attn_with_kvcache, "
+            "not by the varlen function yet; pass block_table=None")
+    o = _resolved(softmax_scale, causal, window_size, softcap)
+    out, _ = torch.ops.flashattn.varlen_fwd(
+        q, k, v, _i32("cu_seqlens_q", cu_seqlens_q, q.device), _i32("cu_seqlens_k", cu_seqlens_k, q.device),
+        int(max_seqlen_q), int(max_seqlen_k), o["softmax_scale"], o["causal"], o["window_left"],
+        o["window_right"], o["softcap"], bool(deterministic))
+    return out
 
 
 def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p: float = 0.0,
@@ -107,8 +134,13 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p: flo
                                      window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
                                      alibi_slopes=None, deterministic: bool = False,
                                      return_attn_probs: bool = False):
-    """Not implemented yet: flashattn has no variable-length (varlen) support."""
-    raise NotImplementedError(f"flash_attn_varlen_qkvpacked_func: {_VARLEN}")
+    """qkv: (total, 3, nheads, headdim), read in place."""
+    if qkv.dim() != 4 or qkv.shape[1] != 3:
+        raise ValueError(f"qkv: expected shape (total, 3, nheads, headdim), got {tuple(qkv.shape)}")
+    q, k, v = qkv.unbind(1)
+    return flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, dropout_p,
+                                  softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                  deterministic, return_attn_probs)
 
 
 def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -116,8 +148,13 @@ def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqle
                                     causal: bool = False, window_size: Tuple[int, int] = (-1, -1),
                                     softcap: float = 0.0, alibi_slopes=None,
                                     deterministic: bool = False, return_attn_probs: bool = False):
-    """Not implemented yet: flashattn has no variable-length (varlen) support."""
-    raise NotImplementedError(f"flash_attn_varlen_kvpacked_func: {_VARLEN}")
+    """q: (total_q, nheads, headdim); kv: (total_k, 2, nheads_k, headdim)."""
+    if kv.dim() != 4 or kv.shape[1] != 2:
+        raise ValueError(f"kv: expected shape (total_k, 2, nheads_k, headdim), got {tuple(kv.shape)}")
+    k, v = kv.unbind(1)
+    return flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                  dropout_p, softmax_scale, causal, window_size, softcap,
+                                  alibi_slopes, deterministic, return_attn_probs)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
@@ -127,8 +164,40 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             softcap: float = 0.0, rotary_interleaved: bool = True,
                             alibi_slopes=None, num_splits: int = 0,
                             return_softmax_lse: bool = False):
-    """Not implemented yet: flashattn has no KV-cache (decode) support."""
-    raise NotImplementedError(
-        "flash_attn_with_kvcache: the KV cache (in-place cache append, cache_seqlens, paged "
-        "block_table, rotary, split-KV decode) is not implemented in flashattn yet; for "
-        "attention over a full cache call flash_attn_func(q, k_cache, v_cache, causal=...)")
+    """q: (batch, seqlen_q, nheads, headdim).  k_cache / v_cache: (batch,
+    capacity, nheads_k, headdim), or (num_pages, page_size, nheads_k, headdim)
+    with block_table int32 (batch, max_pages) (page_size a multiple of 16).
+    k, v: optional (batch, seqlen_new, nheads_k, headdim), written into the
+    caches in place at cache_seqlens before the attention.  cache_seqlens: int
+    or int32 (batch,), the tokens already cached; NOT updated here (as in
+    flash-attn: add seqlen_new yourself).  Causal is bottom-right aligned.
+    num_splits: split-KV pieces (0 = heuristic).  Returns out, or (out,
+    softmax_lse (batch, nheads, seqlen_q)) with return_softmax_lse."""
+    if rotary_cos is not None or rotary_sin is not None:
+        raise NotImplementedError("flash_attn_with_kvcache: rotary_cos / rotary_sin (rotary "
+                                  "embedding) are not supported by flashattn yet; apply RoPE to "
+                                  "q and k before the call")
+    if cache_batch_idx is not None:
+        raise NotImplementedError("flash_attn_with_kvcache: cache_batch_idx is not supported by "
+                                  "flashattn yet; index the cache before the call")
+    if cache_leftpad is not None:
+        raise NotImplementedError("flash_attn_with_kvcache: cache_leftpad is not supported by "
+                                  "flashattn yet")
+    if alibi_slopes is not None:
+        raise NotImplementedError("flash_attn_with_kvcache: alibi_slopes is not supported by "
+                                  "flashattn yet")
+    B = q.shape[0]
+    if cache_seqlens is None:
+        if block_table is not None:
+            raise ValueError("cache_seqlens: required with a paged cache (block_table)")
+        cache_seqlens = k_cache.shape[1] - (0 if k is None else k.shape[1])
+    if isinstance(cache_seqlens, int):
+        cache_seqlens = torch.full((B,), cache_seqlens, dtype=torch.int32, device=q.device)
+    cache_seqlens = _i32("cache_seqlens", cache_seqlens, q.device)
+    if block_table is not None:
+        block_table = _i32("block_table", block_table, q.device)
+    o = _resolved(softmax_scale, causal, window_size, softcap)
+    out, lse = torch.ops.flashattn.kvcache_fwd(
+        q, k_cache, v_cache, cache_seqlens, block_table, k, v, o["softmax_scale"], o["causal"],
+        o["window_left"], o["window_right"], o["softcap"], int(num_splits))
+    return (out, lse) if return_softmax_lse else out

@@ -107,6 +107,51 @@ fa_status check_backward_ndims(const fa_backward_args& a) {
   return FA_OK;
 }
 
+fa_status check_varlen(const char* fn, const fa_varlen* vl) {
+  if (vl == nullptr) {
+    g_last_error = std::string(fn) + ": varlen is a null pointer";
+    return FA_ERR_INVALID_ARGUMENT;
+  }
+  if (fa_status s = check_ndim("cu_seqlens_q", vl->cu_seqlens_q); s != FA_OK) return s;
+  return check_ndim("cu_seqlens_k", vl->cu_seqlens_k);
+}
+
+flashattn::Varlen to_varlen(const fa_varlen& v) {
+  flashattn::Varlen r;
+  r.cu_seqlens_q = to_view(v.cu_seqlens_q);
+  r.cu_seqlens_k = to_view(v.cu_seqlens_k);
+  r.max_seqlen_q = v.max_seqlen_q;
+  r.max_seqlen_k = v.max_seqlen_k;
+  return r;
+}
+
+fa_status check_kvcache_ndims(const fa_kvcache_args& a) {
+  const std::pair<const char*, const fa_tensor*> ts[] = {
+      {"q", &a.q},         {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
+      {"cache_seqlens", &a.cache_seqlens},          {"block_table", &a.block_table},
+      {"k_new", &a.k_new}, {"v_new", &a.v_new},     {"out", &a.out}, {"lse", &a.lse}};
+  for (auto [n, t] : ts) {
+    if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
+  }
+  return FA_OK;
+}
+
+flashattn::KvCacheArgs to_kvcache(const fa_kvcache_args& a) {
+  flashattn::KvCacheArgs r;
+  r.q = to_view(a.q);
+  r.k_cache = to_view(a.k_cache);
+  r.v_cache = to_view(a.v_cache);
+  r.cache_seqlens = to_view(a.cache_seqlens);
+  r.block_table = to_view(a.block_table);
+  r.k_new = to_view(a.k_new);
+  r.v_new = to_view(a.v_new);
+  r.out = to_view(a.out);
+  r.lse = to_view(a.lse);
+  r.options = to_options(a.options);
+  r.num_splits = a.num_splits;
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -150,6 +195,36 @@ fa_status fa_backward(const fa_backward_args* args) {
   if (args == nullptr) return null_args("fa_backward");
   if (fa_status s = check_backward_ndims(*args); s != FA_OK) return s;
   return finish(flashattn::backward(to_backward(*args)));
+}
+
+fa_status fa_forward_varlen(const fa_forward_args* args, const fa_varlen* varlen) {
+  if (args == nullptr) return null_args("fa_forward_varlen");
+  if (fa_status s = check_forward_ndims(*args); s != FA_OK) return s;
+  if (fa_status s = check_varlen("fa_forward_varlen", varlen); s != FA_OK) return s;
+  flashattn::ForwardArgs a = to_forward(*args);
+  a.varlen = to_varlen(*varlen);
+  return finish(flashattn::forward(a));
+}
+
+fa_status fa_backward_varlen(const fa_backward_args* args, const fa_varlen* varlen) {
+  if (args == nullptr) return null_args("fa_backward_varlen");
+  if (fa_status s = check_backward_ndims(*args); s != FA_OK) return s;
+  if (fa_status s = check_varlen("fa_backward_varlen", varlen); s != FA_OK) return s;
+  flashattn::BackwardArgs a = to_backward(*args);
+  a.varlen = to_varlen(*varlen);
+  return finish(flashattn::backward(a));
+}
+
+fa_status fa_forward_kvcache(const fa_kvcache_args* args) {
+  if (args == nullptr) return null_args("fa_forward_kvcache");
+  if (fa_status s = check_kvcache_ndims(*args); s != FA_OK) return s;
+  return finish(flashattn::forward_kvcache(to_kvcache(*args)));
+}
+
+fa_status fa_forward_kvcache_workspace_bytes(const fa_kvcache_args* args, size_t* bytes) {
+  if (args == nullptr) return null_args("fa_forward_kvcache_workspace_bytes");
+  if (fa_status s = check_kvcache_ndims(*args); s != FA_OK) return s;
+  return finish(flashattn::forward_kvcache_workspace_bytes(to_kvcache(*args), bytes));
 }
 
 fa_status fa_forward_workspace_bytes(const fa_forward_args* args, size_t* bytes) {

@@ -253,10 +253,247 @@ Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v
   return Status::Ok();
 }
 
+// ---- varlen and KV cache ------------------------------------------------------
+
+// An int32 index tensor (cu_seqlens, cache_seqlens, block_table): `ndim`-d,
+// contiguous, on q's device.
+Status check_index(const char* name, const TensorView& t, int ndim, const TensorView& q) {
+  if (t.ndim != ndim) {
+    return invalid(std::string(name) + ": expected a " + std::to_string(ndim) +
+                   "-d int32 tensor, got ndim " + std::to_string(t.ndim));
+  }
+  if (t.dtype != DType::I32) {
+    return invalid(std::string(name) + ": expected dtype int32, got dtype code " +
+                   std::to_string(static_cast<int>(t.dtype)));
+  }
+  if (t.device != q.device || t.device_index != q.device_index) {
+    return invalid(std::string(name) + ": must be on the same device as q");
+  }
+  int64_t want = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    if (t.shape[i] < 0) return invalid(std::string(name) + ": negative size in shape " + shape_str(t));
+    if (t.shape[i] > 1 && t.stride[i] != want) {
+      return invalid(std::string(name) + ": must be contiguous (row-major), got stride " +
+                     std::to_string(t.stride[i]) + " in dimension " + std::to_string(i));
+    }
+    want *= t.shape[i];
+  }
+  if (t.numel() > 0 && t.data == nullptr) {
+    return invalid(std::string(name) + ": data is a null pointer for a tensor of shape " + shape_str(t));
+  }
+  return Status::Ok();
+}
+
+// A packed varlen tensor [total, heads, head_dim] as the [1, total, heads,
+// head_dim] view the common checks take (batch stride 0: the sequence offsets
+// come from cu_seqlens).
+Status as_packed(const char* name, const TensorView& t, TensorView* out) {
+  if (t.ndim != 3) {
+    return invalid(std::string(name) + ": varlen expects a 3-d [total_tokens, heads, head_dim] "
+                   "tensor, got ndim " + std::to_string(t.ndim));
+  }
+  *out = t;
+  out->ndim = 4;
+  for (int i = 3; i > 0; --i) {
+    out->shape[i] = t.shape[i - 1];
+    out->stride[i] = t.stride[i - 1];
+  }
+  out->shape[0] = 1;
+  out->stride[0] = 0;
+  return Status::Ok();
+}
+
+// cu_seqlens_q / cu_seqlens_k: shapes here, values (CPU only) in
+// check_cu_values. Returns the batch.
+Status check_cu(const Varlen& vl, const TensorView& q, int64_t* batch) {
+  if (vl.cu_seqlens_q.data == nullptr || vl.cu_seqlens_k.data == nullptr) {
+    return invalid(std::string(vl.cu_seqlens_q.data ? "cu_seqlens_k" : "cu_seqlens_q") +
+                   ": varlen needs both cu_seqlens_q and cu_seqlens_k");
+  }
+  if (Status s = check_index("cu_seqlens_q", vl.cu_seqlens_q, 1, q); !s.ok()) return s;
+  if (Status s = check_index("cu_seqlens_k", vl.cu_seqlens_k, 1, q); !s.ok()) return s;
+  if (vl.cu_seqlens_q.shape[0] < 1) return invalid("cu_seqlens_q: expected shape [batch + 1], got [0]");
+  if (vl.cu_seqlens_k.shape[0] != vl.cu_seqlens_q.shape[0]) {
+    return invalid("cu_seqlens_k: expected shape [batch + 1] = [" +
+                   std::to_string(vl.cu_seqlens_q.shape[0]) + "] like cu_seqlens_q, got " +
+                   shape_str(vl.cu_seqlens_k));
+  }
+  if (vl.max_seqlen_q < 0 || vl.max_seqlen_k < 0) {
+    return invalid(std::string(vl.max_seqlen_q < 0 ? "max_seqlen_q" : "max_seqlen_k") +
+                   ": expected >= 0");
+  }
+  *batch = vl.cu_seqlens_q.shape[0] - 1;
+  return Status::Ok();
+}
+
+Status check_cu_values(const char* name, const TensorView& cu, int64_t total, int64_t max_len,
+                       const char* max_name) {
+  if (cu.device != Device::CPU) return Status::Ok();  // not read on the host (see the header)
+  const int32_t* c = static_cast<const int32_t*>(cu.data);
+  const int64_t n = cu.shape[0];
+  if (c[0] != 0) return invalid(std::string(name) + "[0]: expected 0, got " + std::to_string(c[0]));
+  for (int64_t i = 1; i < n; ++i) {
+    const int64_t len = int64_t(c[i]) - c[i - 1];
+    if (len < 0) {
+      return invalid(std::string(name) + ": must be non-decreasing, but [" + std::to_string(i) +
+                     "] = " + std::to_string(c[i]) + " < [" + std::to_string(i - 1) + "] = " +
+                     std::to_string(c[i - 1]));
+    }
+    if (len > max_len) {
+      return invalid(std::string(name) + ": sequence " + std::to_string(i - 1) + " has length " +
+                     std::to_string(len) + " > " + max_name + " = " + std::to_string(max_len));
+    }
+  }
+  if (c[n - 1] > total) {
+    return invalid(std::string(name) + "[batch] = " + std::to_string(c[n - 1]) +
+                   " exceeds the rows of the packed tensor (" + std::to_string(total) + ")");
+  }
+  return Status::Ok();
+}
+
+// Varlen LSE: fp32 [heads_q, total_q], contiguous.
+Status check_lse_varlen(const char* name, const TensorView& lse, const TensorView& q, int64_t Hq,
+                        int64_t total) {
+  if (Status s = check_view(name, lse, 2); !s.ok()) return s;
+  if (Status s = check_same_place(name, lse, q, DType::F32); !s.ok()) return s;
+  if (lse.shape[0] != Hq || lse.shape[1] != total) {
+    return invalid(std::string(name) + ": varlen expects shape [heads_q, total_q] = [" +
+                   std::to_string(Hq) + ", " + std::to_string(total) + "], got " + shape_str(lse));
+  }
+  if ((total > 1 && lse.stride[1] != 1) || (Hq > 1 && lse.stride[0] != total)) {
+    return invalid(std::string(name) + ": must be contiguous [heads_q, total_q]");
+  }
+  return Status::Ok();
+}
+
+// After fill_common on the packed views: per-sequence lengths replace the
+// [1, total] shape.
+void apply_varlen(const Varlen& vl, int64_t batch, int64_t total_q, AttnParams* p) {
+  p->batch = batch;
+  p->seqlen_q = vl.max_seqlen_q;
+  p->seqlen_k = vl.max_seqlen_k;
+  p->total_q = total_q;
+  p->cu_seqlens_q = static_cast<const int32_t*>(vl.cu_seqlens_q.data);
+  p->cu_seqlens_k = static_cast<const int32_t*>(vl.cu_seqlens_k.data);
+}
+
+Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
+  int64_t B = 0;
+  if (Status s = check_cu(a.varlen, a.q, &B); !s.ok()) return s;
+  TensorView q, k, v, out;
+  if (Status s = as_packed("q", a.q, &q); !s.ok()) return s;
+  if (Status s = as_packed("k", a.k, &k); !s.ok()) return s;
+  if (Status s = as_packed("v", a.v, &v); !s.ok()) return s;
+  if (Status s = as_packed("out", a.out, &out); !s.ok()) return s;
+  if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
+  const int64_t total_q = q.shape[1], total_k = k.shape[1], Hq = p->heads_q, D = p->head_dim;
+  if (Status s = check_bshd("out", out, {1, total_q, Hq, D}); !s.ok()) return s;
+  if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
+  if (Status s = check_no_self_overlap("out", a.out); !s.ok()) return s;
+  const bool has_lse = a.lse.data != nullptr;
+  if (has_lse) {
+    if (Status s = check_lse_varlen("lse", a.lse, a.q, Hq, total_q); !s.ok()) return s;
+  }
+  std::vector<Named> outputs{{"out", &a.out}};
+  if (has_lse) outputs.push_back({"lse", &a.lse});
+  if (Status s = check_disjoint(outputs, {{"q", &a.q}, {"k", &a.k}, {"v", &a.v},
+                                          {"cu_seqlens_q", &a.varlen.cu_seqlens_q},
+                                          {"cu_seqlens_k", &a.varlen.cu_seqlens_k}});
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = check_cu_values("cu_seqlens_q", a.varlen.cu_seqlens_q, total_q,
+                                 a.varlen.max_seqlen_q, "max_seqlen_q");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = check_cu_values("cu_seqlens_k", a.varlen.cu_seqlens_k, total_k,
+                                 a.varlen.max_seqlen_k, "max_seqlen_k");
+      !s.ok()) {
+    return s;
+  }
+  apply_varlen(a.varlen, B, total_q, p);
+  p->out = a.out.data;
+  p->o_str = strides_of(out);
+  p->lse = has_lse ? static_cast<float*>(a.lse.data) : nullptr;
+  p->lse_batch_stride = 0;
+  p->lse_head_stride = total_q;
+  return Status::Ok();
+}
+
+Status make_backward_params_varlen(const BackwardArgs& a, BwdParams* p) {
+  int64_t B = 0;
+  if (Status s = check_cu(a.varlen, a.q, &B); !s.ok()) return s;
+  TensorView q, k, v, out, dout, dq, dk, dv;
+  const std::pair<const char*, std::pair<const TensorView*, TensorView*>> views[] = {
+      {"q", {&a.q, &q}},       {"k", {&a.k, &k}},   {"v", {&a.v, &v}},   {"out", {&a.out, &out}},
+      {"dout", {&a.dout, &dout}}, {"dq", {&a.dq, &dq}}, {"dk", {&a.dk, &dk}}, {"dv", {&a.dv, &dv}}};
+  for (const auto& [name, tv] : views) {
+    if (Status s = as_packed(name, *tv.first, tv.second); !s.ok()) return s;
+  }
+  if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
+  const int64_t Tq = q.shape[1], Tk = k.shape[1], Hq = p->heads_q, Hkv = p->heads_kv,
+                D = p->head_dim;
+  struct Spec {
+    const char* name;
+    const TensorView* t;
+    const TensorView* orig;
+    Dims dims;
+  };
+  const Spec specs[] = {{"out", &out, &a.out, {1, Tq, Hq, D}}, {"dout", &dout, &a.dout, {1, Tq, Hq, D}},
+                        {"dq", &dq, &a.dq, {1, Tq, Hq, D}},    {"dk", &dk, &a.dk, {1, Tk, Hkv, D}},
+                        {"dv", &dv, &a.dv, {1, Tk, Hkv, D}}};
+  for (const Spec& s : specs) {
+    if (Status st = check_bshd(s.name, *s.t, s.dims); !st.ok()) return st;
+    if (Status st = check_same_place(s.name, *s.orig, a.q, a.q.dtype); !st.ok()) return st;
+  }
+  for (const Spec& s : specs) {
+    if (s.t == &out || s.t == &dout) continue;
+    if (Status st = check_no_self_overlap(s.name, *s.orig); !st.ok()) return st;
+  }
+  if (a.lse.data == nullptr) return invalid("lse: required for the backward (the forward's LSE)");
+  if (Status s = check_lse_varlen("lse", a.lse, a.q, Hq, Tq); !s.ok()) return s;
+  if (Status s = check_disjoint({{"dq", &a.dq}, {"dk", &a.dk}, {"dv", &a.dv}},
+                                {{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out},
+                                 {"dout", &a.dout}, {"lse", &a.lse},
+                                 {"cu_seqlens_q", &a.varlen.cu_seqlens_q},
+                                 {"cu_seqlens_k", &a.varlen.cu_seqlens_k}});
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = check_cu_values("cu_seqlens_q", a.varlen.cu_seqlens_q, Tq, a.varlen.max_seqlen_q,
+                                 "max_seqlen_q");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = check_cu_values("cu_seqlens_k", a.varlen.cu_seqlens_k, Tk, a.varlen.max_seqlen_k,
+                                 "max_seqlen_k");
+      !s.ok()) {
+    return s;
+  }
+  apply_varlen(a.varlen, B, Tq, p);
+  p->out = a.out.data;
+  p->dout = a.dout.data;
+  p->o_str = strides_of(out);
+  p->do_str = strides_of(dout);
+  p->lse = static_cast<const float*>(a.lse.data);
+  p->lse_batch_stride = 0;
+  p->lse_head_stride = Tq;
+  p->dq = a.dq.data;
+  p->dk = a.dk.data;
+  p->dv = a.dv.data;
+  p->dq_str = strides_of(dq);
+  p->dk_str = strides_of(dk);
+  p->dv_str = strides_of(dv);
+  p->deterministic = a.options.deterministic;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
   try {
+    if (a.varlen.enabled()) return make_forward_params_varlen(a, p);
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Hq = p->heads_q, D = p->head_dim;
     if (Status s = check_bshd("out", a.out, {B, Sq, Hq, D}); !s.ok()) return s;
@@ -275,6 +512,8 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
     p->out = a.out.data;
     p->o_str = strides_of(a.out);
     p->lse = has_lse ? static_cast<float*>(a.lse.data) : nullptr;
+    p->lse_batch_stride = Hq * Sq;
+    p->lse_head_stride = Sq;
     return Status::Ok();
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "argument check failed unexpectedly");
@@ -283,6 +522,7 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
 
 Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
   try {
+    if (a.varlen.enabled()) return make_backward_params_varlen(a, p);
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, Hq = p->heads_q,
                   Hkv = p->heads_kv, D = p->head_dim;
@@ -316,6 +556,8 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
     p->o_str = strides_of(a.out);
     p->do_str = strides_of(a.dout);
     p->lse = static_cast<const float*>(a.lse.data);
+    p->lse_batch_stride = Hq * Sq;
+    p->lse_head_stride = Sq;
     p->dq = a.dq.data;
     p->dk = a.dk.data;
     p->dv = a.dv.data;
@@ -323,6 +565,158 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
     p->dk_str = strides_of(a.dk);
     p->dv_str = strides_of(a.dv);
     p->deterministic = a.options.deterministic;
+    return Status::Ok();
+  } catch (...) {
+    return Status::Error(ErrorCode::Internal, "argument check failed unexpectedly");
+  }
+}
+
+Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
+  try {
+    const bool paged = a.block_table.data != nullptr;
+    if (Status s = check_view("q", a.q, 4); !s.ok()) return s;
+    const int64_t B = a.q.shape[0], Sq = a.q.shape[1], Hq = a.q.shape[2];
+    if (Status s = check_view("k_cache", a.k_cache, 4); !s.ok()) return s;
+    if (Status s = check_view("v_cache", a.v_cache, 4); !s.ok()) return s;
+    for (int i = 0; i < 4; ++i) {
+      if (a.v_cache.shape[i] != a.k_cache.shape[i]) {
+        return invalid("v_cache: shape " + shape_str(a.v_cache) + " differs from k_cache's " +
+                       shape_str(a.k_cache));
+      }
+    }
+    // The cache as the [B, capacity, Hkv, D] view the common checks take; a
+    // paged cache becomes [B, page_size, ...] with the page stride as the batch
+    // stride (the kernels add block_table pages instead of batch offsets).
+    TensorView kc = a.k_cache, vc = a.v_cache;
+    int64_t capacity = a.k_cache.shape[1], num_pages = 0, page_size = 0;
+    if (paged) {
+      if (Status s = check_index("block_table", a.block_table, 2, a.q); !s.ok()) return s;
+      if (a.block_table.shape[0] != B) {
+        return invalid("block_table: expected shape [batch, max_pages] with batch " +
+                       std::to_string(B) + ", got " + shape_str(a.block_table));
+      }
+      num_pages = a.k_cache.shape[0];
+      page_size = a.k_cache.shape[1];
+      if (page_size <= 0 || page_size % 16 != 0) {
+        return invalid("k_cache: paged KV needs page_size (dimension 1 of [num_pages, page_size, "
+                       "heads_kv, head_dim]) a positive multiple of 16, got " +
+                       std::to_string(page_size));
+      }
+      capacity = a.block_table.shape[1] * page_size;
+      kc.shape[0] = vc.shape[0] = B;
+    } else if (a.k_cache.shape[0] != B) {
+      return invalid("k_cache: batch " + std::to_string(a.k_cache.shape[0]) +
+                     " differs from q's batch " + std::to_string(B) +
+                     " (pass block_table for a paged [num_pages, page_size, heads_kv, head_dim] cache)");
+    }
+    {
+      // Reuse the common checks with the names callers see.
+      Status s = fill_common(a.q, kc, vc, a.options, p);
+      if (!s.ok()) {
+        std::string m = s.message;
+        if (m.rfind("k:", 0) == 0) m = "k_cache:" + m.substr(2);
+        if (m.rfind("v:", 0) == 0) m = "v_cache:" + m.substr(2);
+        return Status::Error(s.code, m);
+      }
+    }
+    const int64_t Hkv = p->heads_kv, D = p->head_dim;
+    if (Status s = check_index("cache_seqlens", a.cache_seqlens, 1, a.q); !s.ok()) return s;
+    if (a.cache_seqlens.shape[0] != B) {
+      return invalid("cache_seqlens: expected shape [batch] = [" + std::to_string(B) + "], got " +
+                     shape_str(a.cache_seqlens));
+    }
+    const bool append = a.k_new.data != nullptr || a.v_new.data != nullptr;
+    int64_t s_new = 0;
+    if (append) {
+      if (a.k_new.data == nullptr || a.v_new.data == nullptr) {
+        return invalid(std::string(a.k_new.data ? "v_new" : "k_new") +
+                       ": k_new and v_new go together (both or neither)");
+      }
+      if (Status s = check_view("k_new", a.k_new, 4); !s.ok()) return s;
+      s_new = a.k_new.shape[1];
+      if (Status s = check_bshd("k_new", a.k_new, {B, s_new, Hkv, D}); !s.ok()) return s;
+      if (Status s = check_bshd("v_new", a.v_new, {B, s_new, Hkv, D}); !s.ok()) return s;
+      if (Status s = check_same_place("k_new", a.k_new, a.q, a.q.dtype); !s.ok()) return s;
+      if (Status s = check_same_place("v_new", a.v_new, a.q, a.q.dtype); !s.ok()) return s;
+      if (Status s = check_no_self_overlap("k_cache", a.k_cache); !s.ok()) return s;
+      if (Status s = check_no_self_overlap("v_cache", a.v_cache); !s.ok()) return s;
+    }
+    if (Status s = check_bshd("out", a.out, {B, Sq, Hq, D}); !s.ok()) return s;
+    if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
+    if (Status s = check_no_self_overlap("out", a.out); !s.ok()) return s;
+    const bool has_lse = a.lse.data != nullptr;
+    if (has_lse) {
+      if (Status s = check_lse("lse", a.lse, a.q, B, Hq, Sq); !s.ok()) return s;
+    }
+    if (a.num_splits < 0) {
+      return invalid("num_splits: expected >= 0 (0 = heuristic), got " + std::to_string(a.num_splits));
+    }
+    std::vector<Named> inputs{{"q", &a.q},
+                              {"k_cache", &a.k_cache},
+                              {"v_cache", &a.v_cache},
+                              {"cache_seqlens", &a.cache_seqlens}};
+    if (paged) inputs.push_back({"block_table", &a.block_table});
+    if (append) {
+      inputs.push_back({"k_new", &a.k_new});
+      inputs.push_back({"v_new", &a.v_new});
+    }
+    std::vector<Named> outputs{{"out", &a.out}};
+    if (has_lse) outputs.push_back({"lse", &a.lse});
+    if (Status s = check_disjoint(outputs, inputs); !s.ok()) return s;
+    if (append) {
+      // The caches are written: nothing else the call reads may share their memory.
+      std::vector<Named> read{{"q", &a.q}, {"cache_seqlens", &a.cache_seqlens},
+                              {"k_new", &a.k_new}, {"v_new", &a.v_new}};
+      if (paged) read.push_back({"block_table", &a.block_table});
+      if (Status s = check_disjoint({{"k_cache", &a.k_cache}, {"v_cache", &a.v_cache}}, read);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (a.q.device == Device::CPU) {
+      const int32_t* lens = static_cast<const int32_t*>(a.cache_seqlens.data);
+      const int32_t* bt = static_cast<const int32_t*>(a.block_table.data);
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t len = lens[b];
+        if (len < 0 || len + s_new > capacity) {
+          return invalid("cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(len) +
+                         (s_new ? " plus " + std::to_string(s_new) + " new tokens" : std::string()) +
+                         " does not fit the cache capacity " + std::to_string(capacity) +
+                         (paged ? " (max_pages * page_size)" : ""));
+        }
+        if (paged) {
+          const int64_t pages = (len + s_new + page_size - 1) / page_size;
+          for (int64_t i = 0; i < pages; ++i) {
+            const int32_t pg = bt[b * a.block_table.shape[1] + i];
+            if (pg < 0 || pg >= num_pages) {
+              return invalid("block_table[" + std::to_string(b) + "][" + std::to_string(i) +
+                             "] = " + std::to_string(pg) + " is not a page of k_cache (0 .. " +
+                             std::to_string(num_pages - 1) + ")");
+            }
+          }
+        }
+      }
+    }
+    p->seqlen_k = capacity;
+    p->seqlens_k = static_cast<const int32_t*>(a.cache_seqlens.data);
+    p->seqlens_k_add = s_new;
+    if (paged) {
+      p->block_table = static_cast<const int32_t*>(a.block_table.data);
+      p->block_table_stride = a.block_table.shape[1];
+      p->page_size = page_size;
+    }
+    if (append) {
+      p->k_new = a.k_new.data;
+      p->v_new = a.v_new.data;
+      p->knew_str = strides_of(a.k_new);
+      p->vnew_str = strides_of(a.v_new);
+    }
+    p->out = a.out.data;
+    p->o_str = strides_of(a.out);
+    p->lse = has_lse ? static_cast<float*>(a.lse.data) : nullptr;
+    p->lse_batch_stride = Hq * Sq;
+    p->lse_head_stride = Sq;
+    p->num_splits = a.num_splits;
     return Status::Ok();
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "argument check failed unexpectedly");

@@ -9,5 +9,6 @@ namespace flashattn::detail {
 
 Status make_forward_params(const ForwardArgs& args, FwdParams* out) noexcept;
 Status make_backward_params(const BackwardArgs& args, BwdParams* out) noexcept;
+Status make_kvcache_params(const KvCacheArgs& args, FwdParams* out) noexcept;
 
 }  // namespace flashattn::detail

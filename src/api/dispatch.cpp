@@ -72,10 +72,27 @@ Status backward(const BackwardArgs& args) noexcept {
       FA_CUDA_CALL(detail::cuda::backward(p)));
 }
 
+Status forward_kvcache(const KvCacheArgs& args) noexcept {
+  return route<FwdParams>(
+      args, detail::make_kvcache_params, [](const FwdParams& p) { return detail::cpu::forward(p); },
+      FA_CUDA_CALL(detail::cuda::forward(p)));
+}
+
 Status forward_workspace_bytes(const ForwardArgs& args, size_t* bytes) noexcept {
   if (Status s = check_out(bytes); !s.ok()) return s;
   return route<FwdParams>(
       args, detail::make_forward_params,
+      [&](const FwdParams& p) {
+        *bytes = detail::cpu::forward_workspace_bytes(p);
+        return Status::Ok();
+      },
+      FA_CUDA_CALL((*bytes = detail::cuda::forward_workspace_bytes(p), Status::Ok())));
+}
+
+Status forward_kvcache_workspace_bytes(const KvCacheArgs& args, size_t* bytes) noexcept {
+  if (Status s = check_out(bytes); !s.ok()) return s;
+  return route<FwdParams>(
+      args, detail::make_kvcache_params,
       [&](const FwdParams& p) {
         *bytes = detail::cpu::forward_workspace_bytes(p);
         return Status::Ok();

@@ -8,6 +8,7 @@ const char* dtype_name(DType dtype) noexcept {
     case DType::F32: return "float32";
     case DType::F16: return "float16";
     case DType::BF16: return "bfloat16";
+    case DType::I32: return "int32";
   }
   return "unknown";
 }
@@ -17,6 +18,7 @@ size_t dtype_size(DType dtype) noexcept {
     case DType::F32: return 4;
     case DType::F16: return 2;
     case DType::BF16: return 2;
+    case DType::I32: return 4;
   }
   return 0;
 }

@@ -37,20 +37,52 @@ struct AttnParams {
   int64_t window_left = -1, window_right = -1;
   bool causal = false;  // informational; the window already encodes it
 
+  // Per-sequence lengths (all null for padded batches; then every sequence
+  // has seqlen_q queries and seqlen_k keys). Pointers are on p.device.
+  //  varlen: sequence b owns rows [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q
+  //    (and of out/dout/dq) and [cu_seqlens_k[b], cu_seqlens_k[b+1]) of k/v;
+  //    the batch strides are 0 and seqlen_q / seqlen_k are the maxima.
+  //  KV cache: sequence b sees keys [0, seqlens_k[b] + seqlens_k_add);
+  //    seqlen_k is the capacity (an upper bound).
+  const int32_t* cu_seqlens_q = nullptr;
+  const int32_t* cu_seqlens_k = nullptr;
+  const int32_t* seqlens_k = nullptr;
+  int64_t seqlens_k_add = 0;
+  int64_t total_q = 0;  // varlen: rows of q (the LSE's head stride)
+  // Paged K/V: row t of sequence b is row t % page_size of page
+  // block_table[b * block_table_stride + t / page_size]; k/v's batch stride
+  // is then the page stride. nullptr = contiguous per-sequence K/V.
+  const int32_t* block_table = nullptr;
+  int64_t block_table_stride = 0, page_size = 0;
+
   int64_t group() const { return heads_q / heads_kv; }
+  bool varlen() const { return cu_seqlens_q != nullptr; }
+  // True when sequences differ in length or location (varlen, KV cache, paged).
+  bool per_sequence() const { return cu_seqlens_q != nullptr || seqlens_k != nullptr || block_table != nullptr; }
 };
 
 struct FwdParams : AttnParams {
   void* out = nullptr;
   Strides o_str;
-  float* lse = nullptr;  // [B, Hq, Sq] contiguous, or nullptr
+  // LSE of (b, h, i) at lse[b * lse_batch_stride + h * lse_head_stride + i]:
+  // [B, Hq, Sq] contiguous, or varlen [Hq, total_q] (batch stride 0, the
+  // sequence's row offset cu_seqlens_q[b] added instead); nullptr = none.
+  float* lse = nullptr;
+  int64_t lse_batch_stride = 0, lse_head_stride = 0;
+  // KV cache: new keys/values [B, seqlens_k_add, Hkv, D] appended at row
+  // seqlens_k[b] of the cache before the attention (nullptr = no append).
+  const void* k_new = nullptr;
+  const void* v_new = nullptr;
+  Strides knew_str, vnew_str;
+  int32_t num_splits = 0;  // split-KV pieces; 0 = heuristic
 };
 
 struct BwdParams : AttnParams {
   const void* out = nullptr;
   const void* dout = nullptr;
   Strides o_str, do_str;
-  const float* lse = nullptr;  // [B, Hq, Sq] contiguous
+  const float* lse = nullptr;  // [B, Hq, Sq] contiguous (or varlen [Hq, total_q])
+  int64_t lse_batch_stride = 0, lse_head_stride = 0;  // as in FwdParams
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;

@@ -3,6 +3,9 @@
 #include "cpu_backend.hpp"
 
 #include <omp.h>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -16,11 +19,21 @@ namespace {
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+// does not know "f16c" (the sanitizer/fuzzer build uses clang).
+bool has_f16c() {
+#if defined(__x86_64__) || defined(_M_X64)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+#else
+  return false;
+#endif
+}
+
 Isa best_supported() {
 #if defined(__x86_64__) || defined(_M_X64)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq");
@@ -70,6 +83,32 @@ Status no_memory(size_t bytes) {
                            " bytes of workspace");
 }
 
+// KV-cache append: row s of k_new / v_new goes to cache row seqlens_k[b] + s
+// (through the block table when paged), before the attention reads the cache.
+void append_kv(const FwdParams& p) {
+  const size_t es = dtype_size(p.dtype), row = size_t(p.head_dim) * es;
+  const int64_t n = p.batch * p.seqlens_k_add;
+  auto cache_off = [&](const Strides& st, int64_t b, int64_t t, int64_t hk) {
+    if (p.block_table) {
+      const int64_t page = p.block_table[b * p.block_table_stride + t / p.page_size];
+      return page * st.batch + (t % p.page_size) * st.seq + hk * st.head;
+    }
+    return b * st.batch + t * st.seq + hk * st.head;
+  };
+#pragma omp parallel for schedule(static) num_threads(thread_count(n))
+  for (int64_t x = 0; x < n; ++x) {
+    const int64_t b = x / p.seqlens_k_add, s = x % p.seqlens_k_add, t = p.seqlens_k[b] + s;
+    for (int64_t hk = 0; hk < p.heads_kv; ++hk) {
+      const auto* kn = static_cast<const char*>(p.k_new) +
+                       (b * p.knew_str.batch + s * p.knew_str.seq + hk * p.knew_str.head) * es;
+      const auto* vn = static_cast<const char*>(p.v_new) +
+                       (b * p.vnew_str.batch + s * p.vnew_str.seq + hk * p.vnew_str.head) * es;
+      std::memcpy(static_cast<char*>(const_cast<void*>(p.k)) + cache_off(p.k_str, b, t, hk) * es, kn, row);
+      std::memcpy(static_cast<char*>(const_cast<void*>(p.v)) + cache_off(p.v_str, b, t, hk) * es, vn, row);
+    }
+  }
+}
+
 }  // namespace
 
 const char* isa_name() noexcept { return select().name; }
@@ -90,6 +129,7 @@ size_t backward_workspace_bytes(const BwdParams& p) noexcept {
 
 Status forward(const FwdParams& p) noexcept {
   try {
+    if (p.k_new && p.seqlens_k_add > 0) append_kv(p);
     const KernelTable& k = select();
     const int64_t tasks = k.forward_tasks(p);
     if (tasks == 0) return Status::Ok();

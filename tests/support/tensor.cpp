@@ -20,7 +20,7 @@ const char* layout_name(Layout l) {
 }
 
 namespace {
-size_t esize(DType dt) { return dt == DType::F32 ? 4 : 2; }
+size_t esize(DType dt) { return dt == DType::F32 || dt == DType::I32 ? 4 : 2; }
 
 // Poison pattern per dtype: a quiet NaN with a payload no kernel produces.
 void poison_elem(DType dt, uint8_t* bytes, int64_t i) {
@@ -74,13 +74,21 @@ double load_elem(DType dt, const uint8_t* bytes, int64_t i) {
       std::memcpy(&h, bytes + 2 * i, 2);
       return bf16_to_float(h);
     }
+    case DType::I32: {  // index tensors (varlen, KV cache)
+      int32_t x;
+      std::memcpy(&x, bytes + 4 * i, 4);
+      return x;
+    }
   }
   return NAN;
 }
 
 void store_elem(DType dt, uint8_t* bytes, int64_t i, double v) {
   const float f = static_cast<float>(v);
-  if (dt == DType::F32) {
+  if (dt == DType::I32) {
+    const int32_t x = static_cast<int32_t>(v);
+    std::memcpy(bytes + 4 * i, &x, 4);
+  } else if (dt == DType::F32) {
     std::memcpy(bytes + 4 * i, &f, 4);
   } else {
     const uint16_t h = dt == DType::F16 ? float_to_half(f) : float_to_bf16(f);

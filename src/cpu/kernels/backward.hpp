@@ -78,12 +78,27 @@ inline BwdLayout bwd_layout(const BwdParams& p, int nthreads) {
   return L;
 }
 
+// Varlen runs one sequence after another (each over all threads, with the
+// padded kernel on that sequence's params): workspace and thread count are
+// the largest any one sequence needs.
 inline size_t backward_workspace_floats(const BwdParams& p, int nthreads) {
+  if (p.varlen()) {
+    size_t most = 0;
+    for (int64_t b = 0; b < p.batch; ++b)
+      most = std::max(most, backward_workspace_floats(sequence_params(p, b, seq_lens(p, b)), nthreads));
+    return most;
+  }
   BwdLayout L = bwd_layout(p, nthreads);
   return size_t(L.chunk) * L.per_group + size_t(nthreads) * L.per_thread;
 }
 
 inline int64_t backward_tasks(const BwdParams& p) {
+  if (p.varlen()) {
+    int64_t most = 0;
+    for (int64_t b = 0; b < p.batch; ++b)
+      most = std::max(most, backward_tasks(sequence_params(p, b, seq_lens(p, b))));
+    return most;
+  }
   int64_t a = p.batch * p.heads_kv * ((p.seqlen_k + BC - 1) / BC);
   int64_t b = p.batch * p.heads_q * ((p.seqlen_q + BR - 1) / BR);
   return std::max(a, b);
@@ -145,7 +160,7 @@ void bwd_load_q(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int
   float acc = 0.0f;
   for (int64_t k = 0; k < d; ++k) acc += dout[k] * dq[k];
   G[L.dsum + r] = acc;
-  G[L.lse + r] = lse_for_bwd(p.lse[(b * p.heads_q + h) * p.seqlen_q + i]);
+  G[L.lse + r] = lse_for_bwd(p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i]);
   for (int64_t k = d; k < dp; ++k) q[k] = dout[k] = 0.0f;
   std::memset(dq, 0, sizeof(float) * size_t(dp));
 }
@@ -241,11 +256,23 @@ void backward_t(const BwdParams& p, float* ws, int nthreads) {
   }
 }
 
+// A sequence with no queries still writes its (zero) dK, dV and one with no
+// keys its (zero) dQ: backward_t does both through its empty loops.
+template <class T>
+void backward_varlen(const BwdParams& p, float* ws, int nthreads) {
+  if (!p.varlen()) return backward_t<T>(p, ws, nthreads);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const BwdParams sp = sequence_params(p, b, seq_lens(p, b));
+    if (sp.seqlen_q > 0 || sp.seqlen_k > 0) backward_t<T>(sp, ws, nthreads);
+  }
+}
+
 inline void backward(const BwdParams& p, float* ws, int nthreads) {
   switch (p.dtype) {
-    case DType::F32: backward_t<float>(p, ws, nthreads); break;
-    case DType::F16: backward_t<f16_t>(p, ws, nthreads); break;
-    case DType::BF16: backward_t<bf16_t>(p, ws, nthreads); break;
+    case DType::F32: backward_varlen<float>(p, ws, nthreads); break;
+    case DType::F16: backward_varlen<f16_t>(p, ws, nthreads); break;
+    case DType::BF16: backward_varlen<bf16_t>(p, ws, nthreads); break;
+    default: break;
   }
 }
 

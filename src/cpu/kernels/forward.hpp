@@ -10,6 +10,13 @@
 // (no horizontal reductions) and Q^T is built once per task instead of
 // transposing K for every tile pair. P*V then reads P^T through swapped
 // strides (see gemm.hpp).
+//
+// Varlen, KV-cache and paged batches run per sequence (common/sequence.hpp):
+// a task list over (sequence, head, query tile), K/V rows read through the
+// block table when paged. Decode shapes (seqlen_q * group <= FBR) take the
+// flash-decoding path at the end of this file instead: the query heads of a
+// GQA group are packed into one tile's columns (one K/V pass per group), and
+// the key range is split over threads, the pieces merged by their LSE.
 #pragma once
 
 #include <omp.h>
@@ -17,7 +24,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <algorithm>
+#include <vector>
+
 #include "common/mask.hpp"
+#include "common/sequence.hpp"
 #include "convert.hpp"
 #include "gemm.hpp"
 #include "tile_mask.hpp"
@@ -48,39 +59,26 @@ inline FwdLayout fwd_layout(int64_t d) {
   return L;
 }
 
-inline size_t forward_workspace_floats(const FwdParams& p, int nthreads) {
-  return size_t(nthreads) * fwd_layout(p.head_dim).per_thread;
-}
-
-template <class T>
-void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, float* ws,
-              int64_t b, int64_t h, int64_t qtile) {
-  const int64_t d = p.head_dim, dp = L.dpad;
-  const int64_t r0 = qtile * FBR, nq = std::min(FBR, p.seqlen_q - r0), ncol = round_up(nq, VW);
-  const int64_t hk = h / p.group();
-  const bool capped = p.softcap > 0.0f;
-  const float cap = p.softcap;
-  const float qscale = capped ? p.scale / cap : p.scale;
-
+// The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
+// below c_end, for ncol query columns of (scale Q)^T already in qt; column i
+// sees keys [lo[i], hi[i]) (absolute). Leaves unnormalised O, m and l in the
+// thread's buffers. full_lo / full_hi: a tile inside [full_lo, full_hi) needs
+// no per-element mask (the largest lo and the smallest hi).
+template <class KV>
+void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
+            int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
+            const KV& V, float cap) {
+  const int64_t dp = L.dpad;
+  const bool capped = cap > 0.0f;
   float *qt = ws + L.qt, *kb = ws + L.k, *vb = ws + L.v, *s = ws + L.s, *o = ws + L.o;
-  float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al, *tmp = ws + L.tmp;
-
-  auto Q = rows_of<const T>(p.q, p.q_str, b, h);
-  auto K = rows_of<const T>(p.k, p.k_str, b, hk);
-  auto V = rows_of<const T>(p.v, p.v_str, b, hk);
-
-  for (int64_t i = 0; i < nq; ++i) {
-    load_row(Q.row(r0 + i), tmp, d, qscale);
-    for (int64_t k = 0; k < d; ++k) qt[k * FBR + i] = tmp[k];
-  }
-  for (int64_t k = 0; k < d; ++k)
-    for (int64_t i = nq; i < ncol; ++i) qt[k * FBR + i] = 0.0f;
+  float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al;
+  const int32_t* lo = reinterpret_cast<const int32_t*>(ws + L.lohi);
+  const int32_t* hi = lo + FBR;
   for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
   std::memset(o, 0, sizeof(float) * size_t(nq * dp));
 
-  KeyRange kr = mask.keys(r0, r0 + nq);
-  for (int64_t c0 = kr.empty() ? kr.end : kr.begin / FBC * FBC; c0 < kr.end; c0 += FBC) {
-    const int64_t nk = std::min(FBC, p.seqlen_k - c0);
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
+    const int64_t nk = std::min(FBC, seqlen_k - c0);
     for (int64_t j = 0; j < nk; ++j) {
       load_row(K.row(c0 + j), kb + j * d, d, 1.0f);
       load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
@@ -89,11 +87,10 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
     // The next tile's K/V rows are prefetched a slice per column chunk of the
     // softmax below: spread out, the misses overlap the exp work instead of
     // filling the line-fill buffers in one burst.
-    const int64_t pf0 = c0 + FBC, pf1 = std::min(kr.end, c0 + 2 * FBC);
+    const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
     gemm<false>(nk, ncol, d, kb, d, 1, qt, FBR, s, FBR);
-    if (!mask.tile_full(r0, r0 + nq, c0, c0 + nk))
-      mask_cols(s, FBR, reinterpret_cast<int32_t*>(ws + L.lohi), mask, r0, nq, ncol, c0, nk);
+    if (!(c0 >= full_lo && c0 + nk <= full_hi)) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
     for (int64_t c = 0; c < ncol; c += VW) {
@@ -126,39 +123,277 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
     // O = diag(alpha) O + P V, with P read as (P^T)^T.
     gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, dp, o, dp, al);
   }
+}
 
-  auto O = rows_of<T>(p.out, p.o_str, b, h);
-  for (int64_t i = 0; i < nq; ++i) {
-    const float li = l[i];
-    store_row(o + i * dp, O.row(r0 + i), d, li > 0.0f ? 1.0f / li : 0.0f);
-  }
-  if (p.lse) {
-    float* lse = p.lse + (b * p.heads_q + h) * p.seqlen_q + r0;
-    for (int64_t i = 0; i < nq; ++i) lse[i] = l[i] > 0.0f ? m[i] + std::log(l[i]) : kNegInf;
+// K/V row access for one (sequence, kv head): strided, or through the block table.
+template <class T, bool PAGED>
+auto kv_rows(const FwdParams& p, const void* data, const Strides& st, int64_t b, int64_t hk) {
+  if constexpr (PAGED) {
+    return paged_rows_of<const T>(data, st, p.block_table + b * p.block_table_stride, p.page_size, hk);
+  } else {
+    return rows_of<const T>(data, st, b, hk);
   }
 }
 
+// Query column c of a tile is (head h_of(c), row i_of(c)); fills qt and the
+// per-column key bounds, returns the union of visible keys and the
+// no-mask-needed range.
+struct ColumnBounds {
+  KeyRange keys;
+  int64_t full_lo, full_hi;
+};
+template <class T, class Col>
+ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, const WindowMask& mask,
+                          int64_t b, int64_t nq, int64_t ncol, float qscale, Col col) {
+  const int64_t d = p.head_dim;
+  float *qt = ws + L.qt, *tmp = ws + L.tmp;
+  int32_t* lo = reinterpret_cast<int32_t*>(ws + L.lohi);
+  int32_t* hi = lo + FBR;
+  ColumnBounds cb{{INT64_MAX, 0}, 0, INT64_MAX};
+  for (int64_t c = 0; c < nq; ++c) {
+    int64_t h, i;
+    col(c, &h, &i);
+    load_row(rows_of<const T>(p.q, p.q_str, b, h).row(i), tmp, d, qscale);
+    for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
+    const KeyRange r = mask.keys(i);
+    lo[c] = int32_t(r.begin);
+    hi[c] = int32_t(std::max(r.begin, r.end));
+    if (!r.empty()) {
+      cb.keys.begin = std::min(cb.keys.begin, r.begin);
+      cb.keys.end = std::max(cb.keys.end, r.end);
+    }
+    cb.full_lo = std::max(cb.full_lo, r.begin);
+    cb.full_hi = std::min(cb.full_hi, r.end);
+  }
+  for (int64_t k = 0; k < d; ++k)
+    for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
+  for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
+  if (cb.keys.begin >= cb.keys.end) cb.keys = {0, 0};
+  return cb;
+}
+
+inline float qscale_of(const FwdParams& p) { return p.softcap > 0.0f ? p.scale / p.softcap : p.scale; }
+
+// Normalised O rows and LSE of column c (head h, row i) of the tile.
 template <class T>
-void forward_t(const FwdParams& p, float* ws, int nthreads) {
-  const WindowMask mask(p);
+void store_column(const FwdParams& p, const FwdLayout& L, const float* ws, int64_t c, int64_t b,
+                  int64_t h, int64_t i) {
+  const float li = ws[L.l + c];
+  store_row(ws + L.o + c * L.dpad, rows_of<T>(p.out, p.o_str, b, h).row(i), p.head_dim,
+            li > 0.0f ? 1.0f / li : 0.0f);
+  if (p.lse) {
+    p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i] =
+        li > 0.0f ? ws[L.m + c] + std::log(li) : kNegInf;
+  }
+}
+
+template <class T, bool PAGED>
+void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, float* ws,
+              int64_t b, int64_t h, int64_t qtile) {
+  const int64_t r0 = qtile * FBR, nq = std::min(FBR, p.seqlen_q - r0), ncol = round_up(nq, VW);
+  const int64_t hk = h / p.group();
+  const ColumnBounds cb = load_columns<T>(p, L, ws, mask, b, nq, ncol, qscale_of(p),
+                                          [&](int64_t c, int64_t* hh, int64_t* i) { *hh = h; *i = r0 + c; });
+  const KeyRange kr = cb.keys;
+  const int64_t c_begin = kr.empty() ? kr.end : kr.begin / FBC * FBC;
+  attend(L, ws, p.head_dim, nq, ncol, p.seqlen_k, c_begin, kr.end, cb.full_lo, cb.full_hi,
+         kv_rows<T, PAGED>(p, p.k, p.k_str, b, hk), kv_rows<T, PAGED>(p, p.v, p.v_str, b, hk),
+         p.softcap);
+  for (int64_t i = 0; i < nq; ++i) store_column<T>(p, L, ws, i, b, h, r0 + i);
+}
+
+// ---- padded and per-sequence batches -------------------------------------------
+
+// Query tiles of each sequence, as a prefix sum over the batch (per-sequence
+// params only; a padded batch has the same count everywhere).
+inline std::vector<int64_t> tile_prefix(const FwdParams& p) {
+  std::vector<int64_t> pre(size_t(p.batch) + 1, 0);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t lq = seq_lens(p, b).len_q;
+    pre[size_t(b) + 1] = pre[size_t(b)] + p.heads_q * ((lq + FBR - 1) / FBR);
+  }
+  return pre;
+}
+
+template <class T, bool PAGED>
+void forward_seq(const FwdParams& p, float* ws, int nthreads) {
   const FwdLayout L = fwd_layout(p.head_dim);
-  const int64_t tq = (p.seqlen_q + FBR - 1) / FBR;
-  const int64_t ntasks = p.batch * p.heads_q * tq;
+  if (!p.per_sequence()) {
+    const WindowMask mask(p);
+    const int64_t tq = (p.seqlen_q + FBR - 1) / FBR;
+    const int64_t ntasks = p.batch * p.heads_q * tq;
+#pragma omp parallel num_threads(nthreads)
+    {
+      float* w = ws + size_t(omp_get_thread_num()) * L.per_thread;
+      // Tasks are independent; dynamic scheduling only balances causal work
+      // (the last query tiles, the heaviest, come first).
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < ntasks; ++t) {
+        const int64_t qtile = tq - 1 - t % tq, bh = t / tq;
+        fwd_task<T, PAGED>(p, mask, L, w, bh / p.heads_q, bh % p.heads_q, qtile);
+      }
+    }
+    return;
+  }
+  const std::vector<int64_t> pre = tile_prefix(p);
+  const int64_t ntasks = pre.back();
 #pragma omp parallel num_threads(nthreads)
   {
     float* w = ws + size_t(omp_get_thread_num()) * L.per_thread;
-    // Tasks are independent; dynamic scheduling only balances causal work
-    // (the last query tiles, the heaviest, come first).
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < ntasks; ++t) {
-      const int64_t qtile = tq - 1 - t % tq, bh = t / tq;
-      fwd_task<T>(p, mask, L, w, bh / p.heads_q, bh % p.heads_q, qtile);
+      const int64_t b = std::upper_bound(pre.begin(), pre.end(), t) - pre.begin() - 1;
+      const SeqLens sl = seq_lens(p, b);
+      const FwdParams sp = sequence_params(p, b, sl);
+      const int64_t tq = (sl.len_q + FBR - 1) / FBR, local = t - pre[size_t(b)];
+      fwd_task<T, PAGED>(sp, WindowMask(sp), L, w, 0, local / tq, tq - 1 - local % tq);
     }
   }
 }
 
+// ---- decode: packed GQA, split KV ----------------------------------------------
+
+inline bool use_decode(const FwdParams& p) { return p.seqlen_q * p.group() <= FBR; }
+
+// Key-range pieces per (sequence, kv head). Splitting pays only when the
+// (sequence, kv head) units cannot occupy the threads; each piece keeps >= 4
+// key tiles so that loading Q^T and merging stay small beside it.
+inline int64_t decode_splits(const FwdParams& p) {
+  const int64_t units = p.batch * p.heads_kv, tiles = (p.seqlen_k + FBC - 1) / FBC;
+  if (units == 0 || tiles <= 1) return 1;
+  int64_t ns = p.num_splits;
+  if (ns == 0) {
+    const int64_t nt = omp_get_max_threads();
+    if (units >= 2 * nt) return 1;
+    ns = std::min((2 * nt + units - 1) / units, (tiles + 3) / 4);
+  }
+  return std::max<int64_t>(1, std::min(ns, tiles));
+}
+
+// Floats of one piece's partial result: normalised O (columns x dpad), then LSE.
+inline size_t partial_floats(const FwdParams& p) {
+  const int64_t ncol = round_up(p.seqlen_q * p.group(), VW);
+  return size_t(round_up(ncol * round_up(p.head_dim, VW) + ncol, 16));
+}
+
+inline size_t decode_extra_floats(const FwdParams& p) {
+  const int64_t ns = decode_splits(p);
+  return ns > 1 ? size_t(p.batch * p.heads_kv * ns) * partial_floats(p) : 0;
+}
+
+template <class T, bool PAGED>
+void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk, int64_t split,
+                 int64_t nsplit, float* part) {
+  const int64_t g = sp.group(), sq = sp.seqlen_q, nq = sq * g, ncol = round_up(nq, VW);
+  if (nq == 0) return;
+  const WindowMask mask(sp);
+  auto col = [&](int64_t c, int64_t* h, int64_t* i) { *h = hk * g + c / sq; *i = c % sq; };
+  const ColumnBounds cb = load_columns<T>(sp, L, ws, mask, 0, nq, ncol, qscale_of(sp), col);
+  const KeyRange kr = cb.keys;
+  int64_t c_begin = 0, c_end = 0;
+  if (!kr.empty()) {
+    const int64_t t0 = kr.begin / FBC, nt = (kr.end + FBC - 1) / FBC - t0;
+    c_begin = (t0 + nt * split / nsplit) * FBC;
+    c_end = std::min(kr.end, (t0 + nt * (split + 1) / nsplit) * FBC);
+  }
+  attend(L, ws, sp.head_dim, nq, ncol, sp.seqlen_k, c_begin, c_end, cb.full_lo, cb.full_hi,
+         kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk), kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk),
+         sp.softcap);
+  if (part == nullptr) {
+    for (int64_t c = 0; c < nq; ++c) {
+      int64_t h, i;
+      col(c, &h, &i);
+      store_column<T>(sp, L, ws, c, 0, h, i);
+    }
+    return;
+  }
+  const int64_t dp = L.dpad;
+  float* po = part;
+  float* plse = part + ncol * dp;
+  for (int64_t c = 0; c < nq; ++c) {
+    const float li = ws[L.l + c], inv = li > 0.0f ? 1.0f / li : 0.0f;
+    for (int64_t k = 0; k < dp; ++k) po[c * dp + k] = ws[L.o + c * dp + k] * inv;
+    plse[c] = li > 0.0f ? ws[L.m + c] + std::log(li) : kNegInf;
+  }
+}
+
+// Merges the pieces of one (sequence, kv head) by the seed's rescale rule:
+// with M = max_s lse_s and w_s = exp(lse_s - M), O = sum_s w_s O_s / sum_s w_s
+// and LSE = M + log(sum_s w_s). No visible key anywhere: O = 0, LSE = -inf.
+template <class T>
+void decode_merge(const FwdParams& sp, const FwdLayout& L, float* tmp, int64_t hk, int64_t nsplit,
+                  const float* parts) {
+  const int64_t g = sp.group(), sq = sp.seqlen_q, nq = sq * g, ncol = round_up(nq, VW);
+  const int64_t d = sp.head_dim, dp = L.dpad;
+  const size_t stride = partial_floats(sp);
+  for (int64_t c = 0; c < nq; ++c) {
+    float mx = kNegInf;
+    for (int64_t s = 0; s < nsplit; ++s) mx = std::max(mx, parts[s * stride + ncol * dp + c]);
+    const int64_t h = hk * g + c / sq, i = c % sq;
+    for (int64_t k = 0; k < dp; ++k) tmp[k] = 0.0f;
+    float sum = 0.0f;
+    if (mx != kNegInf) {
+      for (int64_t s = 0; s < nsplit; ++s) {
+        const float w = std::exp(parts[s * stride + ncol * dp + c] - mx);
+        if (w == 0.0f) continue;
+        sum += w;
+        const float* po = parts + s * stride + c * dp;
+        for (int64_t k = 0; k < d; ++k) tmp[k] += w * po[k];
+      }
+    }
+    store_row(tmp, rows_of<T>(sp.out, sp.o_str, 0, h).row(i), d, sum > 0.0f ? 1.0f / sum : 0.0f);
+    if (sp.lse) sp.lse[h * sp.lse_head_stride + i] = sum > 0.0f ? mx + std::log(sum) : kNegInf;
+  }
+}
+
+template <class T, bool PAGED>
+void decode(const FwdParams& p, float* ws, int nthreads) {
+  const FwdLayout L = fwd_layout(p.head_dim);
+  const int64_t ns = decode_splits(p), units = p.batch * p.heads_kv, ntasks = units * ns;
+  float* parts = ns > 1 ? ws + size_t(nthreads) * L.per_thread : nullptr;
+  const size_t pstride = partial_floats(p);
+#pragma omp parallel num_threads(nthreads)
+  {
+    float* w = ws + size_t(omp_get_thread_num()) * L.per_thread;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < ntasks; ++t) {
+      const int64_t u = t / ns, b = u / p.heads_kv;
+      const FwdParams sp = sequence_params(p, b, seq_lens(p, b));
+      decode_task<T, PAGED>(sp, L, w, u % p.heads_kv, t % ns, ns, parts ? parts + size_t(t) * pstride : nullptr);
+    }
+    if (parts) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t u = 0; u < units; ++u) {
+        const int64_t b = u / p.heads_kv;
+        const FwdParams sp = sequence_params(p, b, seq_lens(p, b));
+        decode_merge<T>(sp, L, w + L.o, u % p.heads_kv, ns, parts + size_t(u * ns) * pstride);
+      }
+    }
+  }
+}
+
+// ---- entry points ---------------------------------------------------------------
+
+template <class T>
+void forward_t(const FwdParams& p, float* ws, int nthreads) {
+  const bool paged = p.block_table != nullptr;
+  if (use_decode(p)) {
+    paged ? decode<T, true>(p, ws, nthreads) : decode<T, false>(p, ws, nthreads);
+  } else {
+    paged ? forward_seq<T, true>(p, ws, nthreads) : forward_seq<T, false>(p, ws, nthreads);
+  }
+}
+
 inline int64_t forward_tasks(const FwdParams& p) {
+  if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0) return 0;
+  if (use_decode(p)) return p.batch * p.heads_kv * decode_splits(p);
+  if (p.per_sequence()) return tile_prefix(p).back();
   return p.batch * p.heads_q * ((p.seqlen_q + FBR - 1) / FBR);
+}
+
+inline size_t forward_workspace_floats(const FwdParams& p, int nthreads) {
+  return size_t(nthreads) * fwd_layout(p.head_dim).per_thread +
+         (use_decode(p) ? decode_extra_floats(p) : 0);
 }
 
 inline void forward(const FwdParams& p, float* ws, int nthreads) {
@@ -166,6 +401,7 @@ inline void forward(const FwdParams& p, float* ws, int nthreads) {
     case DType::F32: forward_t<float>(p, ws, nthreads); break;
     case DType::F16: forward_t<f16_t>(p, ws, nthreads); break;
     case DType::BF16: forward_t<bf16_t>(p, ws, nthreads); break;
+    default: break;
   }
 }
 

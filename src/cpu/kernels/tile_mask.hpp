@@ -52,4 +52,21 @@ inline void mask_cols(float* st, ptrdiff_t ld, int32_t* lohi, const WindowMask& 
   }
 }
 
+// As mask_cols, with each column's visible keys given once per task as
+// absolute bounds [lo[i], hi[i]) (lo = hi = 0 for columns past the rows in
+// use). The forward and the packed-GQA decode both mask through this.
+inline void mask_cols_abs(float* st, ptrdiff_t ld, const int32_t* lo, const int32_t* hi,
+                          int64_t ncol, int64_t c0, int64_t nk) {
+  for (int64_t j = 0; j < nk; ++j) {
+    const vi jv = vi{} + int32_t(c0 + j);
+    for (int64_t c = 0; c < ncol; c += VW) {
+      vi l, h;
+      __builtin_memcpy(&l, lo + c, sizeof(vi));
+      __builtin_memcpy(&h, hi + c, sizeof(vi));
+      float* x = st + j * ld + c;
+      vstore(x, vsel((l <= jv) & (jv < h), vload(x), vsplat(kNegInf)));
+    }
+  }
+}
+
 }  // namespace flashattn::detail::cpu::FA_ISA_NS

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/params.hpp"
 #include "simd.hpp"
@@ -50,10 +51,30 @@ Rows<T> rows_of(P* data, const Strides& st, int64_t b, int64_t h) {
           st.seq};
 }
 
+// Rows of a paged K/V cache for one (sequence, kv head): row s is row
+// s % page_size of page table[s / page_size]. The tile loads go through this
+// (no gathered copy of the cache).
+template <class T>
+struct PagedRows {
+  T* base;  // page 0, row 0 of this head
+  const int32_t* table;
+  int64_t page_stride, seq_stride, page_size;
+  T* row(int64_t s) const {
+    return base + table[s / page_size] * page_stride + (s % page_size) * seq_stride;
+  }
+};
+template <class T, class P>
+PagedRows<T> paged_rows_of(P* data, const Strides& st, const int32_t* table, int64_t page_size,
+                           int64_t h) {
+  return {static_cast<T*>(const_cast<void*>(static_cast<const void*>(data))) + h * st.head, table,
+          st.batch, st.seq, page_size};
+}
+
 // Prefetches rows [r0, r1) of a tensor (head_dim elements each) into cache,
 // so the next tile's loads do not stall on memory.
-template <class T>
-void prefetch_rows(const Rows<T>& rows, int64_t r0, int64_t r1, int64_t d) {
+template <class R>
+void prefetch_rows(const R& rows, int64_t r0, int64_t r1, int64_t d) {
+  using T = typename std::remove_pointer<decltype(rows.row(0))>::type;
   const int64_t bytes = d * int64_t(sizeof(T));
   for (int64_t r = r0; r < r1; ++r) {
     const char* p = reinterpret_cast<const char*>(rows.row(r));

@@ -1,0 +1,185 @@
+"""torch custom ops for variable-length batches and the KV cache, over the C
+ABI's fa_forward_varlen / fa_backward_varlen / fa_forward_kvcache:
+
+  torch.ops.flashattn.varlen_fwd / varlen_bwd  (autograd through register_autograd)
+  torch.ops.flashattn.kvcache_fwd              (mutates k_cache / v_cache: the append)
+
+Each has a fake implementation (shapes only), so torch.compile traces them as
+single graph nodes. Packed tensors are [total_tokens, heads, head_dim]; lse
+is float32 [heads_q, total_q] (varlen) or [batch, heads_q, seqlen_q]
+(kvcache). Index tensors are int32 on the device of q (converted if not).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _capi
+from ._torch_ops import _DTYPES, _device, _raw_stream
+
+
+def _tv(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, "_capi.Tensor"]:
+    """(tensor used, its fa_tensor). Last dim made contiguous if it is not."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if index:
+        if t.dtype != torch.int32:
+            raise _capi.InvalidArgumentError(f"{name}: expected dtype torch.int32, got {t.dtype}")
+        t = t.contiguous()
+        code = _capi.FA_I32
+    else:
+        code = _DTYPES.get(t.dtype)
+        if code is None:
+            raise _capi.InvalidArgumentError(
+                f"{name}: dtype {t.dtype} is not supported; expected float32, float16 or bfloat16")
+        if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
+            t = t.contiguous()
+    if t.dim() != ndim:
+        raise _capi.InvalidArgumentError(
+            f"{name}: expected {ndim} dimensions, got shape {tuple(t.shape)}")
+    dev, idx = _device(t)
+    if dev is None:
+        raise _capi.InvalidArgumentError(f"{name}: device {t.device} is not supported")
+    return t, _capi.make_tensor(t.data_ptr(), code, dev, idx, list(t.shape), list(t.stride()))
+
+
+def _options(t: Tensor, softmax_scale, causal, window_left, window_right, softcap,
+             deterministic=False):
+    dev, idx = _device(t)
+    stream = _raw_stream(idx) if dev == _capi.FA_CUDA else 0
+    return _capi.make_options(softmax_scale, softcap, window_left, window_right, causal,
+                              deterministic, stream)
+
+
+def _varlen(cu_q: Tensor, cu_k: Tensor, max_q: int, max_k: int):
+    cu_q, tq = _tv("cu_seqlens_q", cu_q, 1, index=True)
+    cu_k, tk = _tv("cu_seqlens_k", cu_k, 1, index=True)
+    return (cu_q, cu_k), _capi.Varlen(tq, tk, int(max_q), int(max_k))
+
+
+# ---- varlen ------------------------------------------------------------------------
+
+@torch.library.custom_op("flashattn::varlen_fwd", mutates_args=())
+def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+               max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
+               window_left: int, window_right: int, softcap: float,
+               deterministic: bool) -> Tuple[Tensor, Tensor]:
+    """(out [total_q, Hq, D], lse fp32 [Hq, total_q])."""
+    q, tq = _tv("q", q, 3)
+    k, tk = _tv("k", k, 3)
+    v, tv = _tv("v", v, 3)
+    keep, vl = _varlen(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device)
+    _, to = _tv("out", out, 3)
+    _, tl = _tv("lse", lse, 2)
+    args = _capi.ForwardArgs(tq, tk, tv, to, tl, _options(q, softmax_scale, causal, window_left,
+                                                          window_right, softcap))
+    _capi.forward_varlen(args, vl)
+    return out, lse
+
+
+@varlen_fwd.register_fake
+def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     softmax_scale, causal, window_left, window_right, softcap, deterministic):
+    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+@torch.library.custom_op("flashattn::varlen_bwd", mutates_args=())
+def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+               cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
+               max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
+               window_right: int, softcap: float,
+               deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    q, tq = _tv("q", q, 3)
+    k, tk = _tv("k", k, 3)
+    v, tv = _tv("v", v, 3)
+    out, to = _tv("out", out, 3)
+    dout, tdo = _tv("dout", dout, 3)
+    lse = lse.contiguous()
+    lse, tl = _tv("lse", lse, 2)
+    keep, vl = _varlen(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    dq, dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (q, k, v))
+    _, tdq = _tv("dq", dq, 3)
+    _, tdk = _tv("dk", dk, 3)
+    _, tdv = _tv("dv", dv, 3)
+    args = _capi.BackwardArgs(tq, tk, tv, to, tdo, tl, tdq, tdk, tdv,
+                              _options(q, softmax_scale, causal, window_left, window_right,
+                                       softcap, deterministic))
+    _capi.backward_varlen(args, vl)
+    return dq, dk, dv
+
+
+@varlen_bwd.register_fake
+def _varlen_bwd_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                     max_seqlen_k, softmax_scale, causal, window_left, window_right, softcap,
+                     deterministic):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _varlen_setup(ctx, inputs, output):
+    q, k, v, cu_q, cu_k = inputs[:5]
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+    ctx.params = inputs[5:]
+    ctx.mark_non_differentiable(lse)
+
+
+def _varlen_backward(ctx, dout, dlse):
+    q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+    max_q, max_k, *opts = ctx.params
+    dq, dk, dv = torch.ops.flashattn.varlen_bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k,
+                                                *opts)
+    return (dq, dk, dv) + (None,) * 10
+
+
+varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup)
+
+
+# ---- KV cache ----------------------------------------------------------------------
+
+@torch.library.custom_op("flashattn::kvcache_fwd", mutates_args=("k_cache", "v_cache"))
+def kvcache_fwd(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
+                block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
+                softmax_scale: float, causal: bool, window_left: int, window_right: int,
+                softcap: float, num_splits: int) -> Tuple[Tensor, Tensor]:
+    """(out [B, Sq, Hq, D], lse fp32 [B, Hq, Sq]); k_new / v_new are written into
+    the caches at cache_seqlens first (cache_seqlens itself is not changed)."""
+    q, tq = _tv("q", q, 4)
+    for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if c.shape[-1] > 1 and c.stride(-1) != 1:
+            raise _capi.InvalidArgumentError(f"{name}: the last dimension must be contiguous "
+                                             "(the cache is written in place)")
+    k_cache, tkc = _tv("k_cache", k_cache, 4)
+    v_cache, tvc = _tv("v_cache", v_cache, 4)
+    lens, tl = _tv("cache_seqlens", cache_seqlens, 1, index=True)
+    empty = _capi.Tensor()
+    tbt = empty
+    if block_table is not None:
+        block_table, tbt = _tv("block_table", block_table, 2, index=True)
+    tkn = tvn = empty
+    if k_new is not None or v_new is not None:
+        if k_new is None or v_new is None:
+            raise _capi.InvalidArgumentError("k, v: the new keys and values go together")
+        k_new, tkn = _tv("k", k_new, 4)
+        v_new, tvn = _tv("v", v_new, 4)
+    B, Sq, Hq, _ = q.shape
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
+    _, to = _tv("out", out, 4)
+    _, tlse = _tv("lse", lse, 3)
+    args = _capi.KvCacheArgs(tq, tkc, tvc, tl, tbt, tkn, tvn, to, tlse,
+                             _options(q, softmax_scale, causal, window_left, window_right,
+                                      softcap), int(num_splits))
+    _capi.forward_kvcache(args)
+    return out, lse
+
+
+@kvcache_fwd.register_fake
+def _kvcache_fwd_fake(q, k_cache, v_cache, cache_seqlens, block_table, k_new, v_new,
+                      softmax_scale, causal, window_left, window_right, softcap, num_splits):
+    B, Sq, Hq, _ = q.shape
+    return q.new_empty(q.shape), q.new_empty((B, Hq, Sq), dtype=torch.float32)

@@ -1,0 +1,176 @@
+"""flash_attn_varlen_func (forward + autograd) and flash_attn_with_kvcache
+(append, paged cache, split-KV) against the per-sequence torch reference
+(torch_ref.attention_torch in float64, the naive run in the input dtype),
+plus opcheck and torch.compile(fullgraph=True) over the new custom ops."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import flashattn  # noqa: E402
+from flashattn import flash_attn_varlen_func, flash_attn_with_kvcache  # noqa: E402
+from torch_ref import assert_lse, assert_rule, attention_torch  # noqa: E402
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and flashattn.cuda_available() else [])
+
+
+def _cu(lens, device):
+    cu = [0]
+    for n in lens:
+        cu.append(cu[-1] + n)
+    return torch.tensor(cu, dtype=torch.int32, device=device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_forward_backward(device, dtype, causal):
+    if device == "cpu" and dtype != torch.float32 and not causal:
+        pytest.skip("one low-precision CPU case per causal setting keeps the suite short")
+    if device == "cuda" and dtype == torch.float32:
+        pytest.skip("the CUDA backend is fp16/bf16")
+    g = torch.Generator().manual_seed(1234 + int(causal))
+    lens_q, lens_k, hq, hk, d = [17, 0, 65, 1], [30, 4, 65, 0], 4, 2, 64
+    tq, tk = sum(lens_q), sum(lens_k)
+    q = torch.randn(tq, hq, d, generator=g).to(device=device, dtype=dtype).requires_grad_()
+    k = torch.randn(tk, hk, d, generator=g).to(device=device, dtype=dtype).requires_grad_()
+    v = torch.randn(tk, hk, d, generator=g).to(device=device, dtype=dtype).requires_grad_()
+    dout = torch.randn(tq, hq, d, generator=g).to(device=device, dtype=dtype)
+    out = flash_attn_varlen_func(q, k, v, _cu(lens_q, device), _cu(lens_k, device), max(lens_q),
+                                 max(lens_k), causal=causal)
+    try:
+        dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
+    except flashattn.UnsupportedError:
+        if device != "cuda":
+            raise
+        dq = None  # the CUDA varlen backward is not there yet (the C++ tests say the same)
+    oq = ok = 0
+    for lq, lk in zip(lens_q, lens_k):
+        sl_q, sl_k = slice(oq, oq + lq), slice(ok, ok + lk)
+        oq, ok = oq + lq, ok + lk
+        if lq == 0:
+            continue
+        qs, ks, vs = (x.detach()[s][None].double().requires_grad_() for x, s in ((q, sl_q), (k, sl_k), (v, sl_k)))
+        ref, _ = attention_torch(qs, ks, vs, causal=causal, dtype=torch.float64)
+        naive, _ = attention_torch(q.detach()[sl_q][None], k.detach()[sl_k][None], v.detach()[sl_k][None],
+                                   causal=causal)
+        assert_rule("out", out[sl_q][None], ref, naive, n=max(lk, 1), d=d)
+        if dq is not None and lk > 0:
+            gq, gk, gv = torch.autograd.grad(ref, (qs, ks, vs), dout[sl_q][None].double())
+            n = max(lk, lq * hq // hk)
+            for name, got, want in (("dq", dq[sl_q], gq), ("dk", dk[sl_k], gk), ("dv", dv[sl_k], gv)):
+                # fp32 bound of the torch rule; low precision gets the dtype's ulp scale via naive=None
+                if dtype == torch.float32:
+                    assert_rule(name, got[None], want, None, n=n, d=d)
+    if dq is not None:  # sequences without queries have zero key gradients
+        assert torch.all(dk[30:34] == 0) and torch.all(dv[30:34] == 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("page_size", [0, 16, 48])
+def test_kvcache_append_and_attend(device, page_size):
+    dtype = torch.float16
+    g = torch.Generator().manual_seed(7 + page_size)
+    B, sq, hq, hk, d, s_new = 3, 2, 8, 2, 64, 2
+    lens = [40, 0, 93]
+    cap = 96
+    if page_size:
+        pages_per = -(-cap // page_size)
+        num_pages = B * pages_per + 2
+        kc = torch.randn(num_pages, page_size, hk, d, generator=g).to(device=device, dtype=dtype)
+        vc = torch.randn(num_pages, page_size, hk, d, generator=g).to(device=device, dtype=dtype)
+        table = torch.randperm(num_pages, generator=g)[: B * pages_per].view(B, pages_per).to(
+            device=device, dtype=torch.int32)
+    else:
+        kc = torch.randn(B, cap, hk, d, generator=g).to(device=device, dtype=dtype)
+        vc = torch.randn(B, cap, hk, d, generator=g).to(device=device, dtype=dtype)
+        table = None
+    q = torch.randn(B, sq, hq, d, generator=g).to(device=device, dtype=dtype)
+    kn = torch.randn(B, s_new, hk, d, generator=g).to(device=device, dtype=dtype)
+    vn = torch.randn(B, s_new, hk, d, generator=g).to(device=device, dtype=dtype)
+    seqlens = torch.tensor(lens, dtype=torch.int32, device=device)
+    k_before, v_before = kc.clone(), vc.clone()
+    out, lse = flash_attn_with_kvcache(q, kc, vc, kn, vn, cache_seqlens=seqlens, block_table=table,
+                                       causal=True, return_softmax_lse=True)
+    assert torch.equal(seqlens.cpu(), torch.tensor(lens, dtype=torch.int32))  # not updated
+
+    def rows(cache, b, n):  # logical tokens [0, n) of sequence b
+        if table is None:
+            return cache[b, :n]
+        t = torch.arange(n, device=device)
+        return cache[table[b, t // page_size].long(), t % page_size]
+
+    expect_k, expect_v = k_before.clone(), v_before.clone()
+    for b in range(B):
+        t = torch.arange(lens[b], lens[b] + s_new, device=device)
+        if table is None:
+            expect_k[b, t], expect_v[b, t] = kn[b], vn[b]
+        else:
+            idx = (table[b, t // page_size].long(), t % page_size)
+            expect_k[idx], expect_v[idx] = kn[b], vn[b]
+    assert torch.equal(kc, expect_k) and torch.equal(vc, expect_v)
+    for b in range(B):
+        n = lens[b] + s_new
+        ks, vs = rows(kc, b, n)[None], rows(vc, b, n)[None]
+        ref, ref_lse = attention_torch(q[b:b + 1], ks, vs, causal=True, dtype=torch.float64)
+        naive, _ = attention_torch(q[b:b + 1], ks, vs, causal=True)
+        assert_rule("out", out[b:b + 1], ref, naive, n=n, d=d)
+        assert_lse(lse[b:b + 1], ref_lse, n=n, d=d)
+
+
+@pytest.mark.parametrize("num_splits", [1, 2, 5, 32])
+def test_kvcache_split_counts(num_splits):
+    g = torch.Generator().manual_seed(99)
+    B, hq, hk, d, n = 1, 8, 1, 128, 1500
+    kc = torch.randn(B, 1536, hk, d, generator=g, dtype=torch.float32)
+    vc = torch.randn(B, 1536, hk, d, generator=g, dtype=torch.float32)
+    q = torch.randn(B, 1, hq, d, generator=g, dtype=torch.float32)
+    out = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=n, num_splits=num_splits)
+    ref, _ = attention_torch(q, kc[:, :n], vc[:, :n], dtype=torch.float64)
+    assert_rule("out", out, ref, None, n=n, d=d)
+
+
+def test_opcheck_and_compile():
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(20, 4, 64, generator=g, requires_grad=True)
+    k = torch.randn(26, 2, 64, generator=g, requires_grad=True)
+    v = torch.randn(26, 2, 64, generator=g, requires_grad=True)
+    cu_q, cu_k = _cu([7, 13], "cpu"), _cu([11, 15], "cpu")
+    torch.library.opcheck(torch.ops.flashattn.varlen_fwd.default,
+                          (q, k, v, cu_q, cu_k, 13, 15, 0.0, True, -1, -1, 0.0, False))
+    kc = torch.randn(2, 32, 2, 64, generator=g)
+    vc = torch.randn(2, 32, 2, 64, generator=g)
+    qd = torch.randn(2, 1, 4, 64, generator=g)
+    kn = torch.randn(2, 1, 2, 64, generator=g)
+    lens = torch.tensor([5, 20], dtype=torch.int32)
+    torch.library.opcheck(torch.ops.flashattn.kvcache_fwd.default,
+                          (qd, kc, vc, lens, None, kn, kn.clone(), 0.0, False, -1, -1, 0.0, 0),
+                          test_utils=("test_schema", "test_faketensor"))
+
+    def f(q, k, v):
+        return flash_attn_varlen_func(q, k, v, cu_q, cu_k, 13, 15, causal=True).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="eager")
+    assert torch.allclose(compiled(q, k, v), f(q, k, v))
+
+    def g2(qd, kc, vc, kn):
+        return flash_attn_with_kvcache(qd, kc, vc, kn, kn, cache_seqlens=lens)
+
+    kc1, vc1, kc2, vc2 = kc.clone(), vc.clone(), kc.clone(), vc.clone()
+    got = torch.compile(g2, fullgraph=True, backend="eager")(qd, kc1, vc1, kn)
+    want = g2(qd, kc2, vc2, kn)
+    assert torch.equal(got, want) and torch.equal(kc1, kc2) and torch.equal(vc1, vc2)
+
+
+def test_errors_name_the_argument():
+    q = torch.randn(10, 2, 64)
+    k = torch.randn(10, 2, 64)
+    with pytest.raises(flashattn.InvalidArgumentError, match="cu_seqlens_q"):
+        flash_attn_varlen_func(q, k, k, torch.tensor([0, 6, 5, 10], dtype=torch.int32),
+                               torch.tensor([0, 3, 6, 10], dtype=torch.int32), 6, 4)
+    kc = torch.randn(1, 16, 2, 64)
+    with pytest.raises(flashattn.InvalidArgumentError, match="cache_seqlens"):
+        flash_attn_with_kvcache(torch.randn(1, 1, 2, 64), kc, kc.clone(), torch.randn(1, 2, 2, 64),
+                                torch.randn(1, 2, 2, 64), cache_seqlens=15)
+    with pytest.raises(NotImplementedError, match="rotary"):
+        flash_attn_with_kvcache(torch.randn(1, 1, 2, 64), kc, kc.clone(), rotary_cos=kc)

@@ -1,0 +1,392 @@
+#include "support/varlen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "reference/naive_same_dtype.hpp"
+#include "reference/reference.hpp"
+#include "support/check.hpp"
+#include "support/harness.hpp"
+#include "support/rng.hpp"
+
+namespace fa_test {
+
+namespace ref = flashattn::reference;
+
+Tensor make_i32(Device dev, const std::vector<int32_t>& values, std::vector<int64_t> shape) {
+  Tensor t = make_contiguous(dev, DType::I32, std::move(shape));
+  std::vector<double> d(values.begin(), values.end());
+  t.write(d);
+  return t;
+}
+
+std::vector<int32_t> cumulative(const std::vector<int64_t>& lens) {
+  std::vector<int32_t> cu{0};
+  for (int64_t l : lens) cu.push_back(static_cast<int32_t>(cu.back() + l));
+  return cu;
+}
+
+namespace {
+
+std::string lens_str(const std::vector<int64_t>& l) {
+  std::ostringstream s;
+  for (size_t i = 0; i < l.size(); ++i) s << (i ? "_" : "") << l[i];
+  return s.str();
+}
+
+// Rows [r0, r0 + n) of a dense [rows, heads, d] array.
+std::vector<double> rows(const std::vector<double>& x, int64_t r0, int64_t n, int64_t hd) {
+  return std::vector<double>(x.begin() + r0 * hd, x.begin() + (r0 + n) * hd);
+}
+
+void put_rows(std::vector<double>* x, const std::vector<double>& part, int64_t r0, int64_t hd) {
+  std::copy(part.begin(), part.end(), x->begin() + r0 * hd);
+}
+
+// The reference, the naive and (for the backward) their gradients, one
+// sequence at a time.
+struct SeqProblem {
+  ref::Problem pb;
+  std::vector<double> q, k, v, dout;
+};
+
+struct Results {
+  std::vector<double> out, lse, naive_out, naive_lse;
+};
+
+// Runs reference + naive on one sequence; LSE comes back [Hq, len_q].
+void run_forward(const SeqProblem& s, DType dt, Results* r) {
+  r->out.assign(s.q.size(), 0.0);
+  r->lse.assign(static_cast<size_t>(s.pb.heads_q * s.pb.seqlen_q), 0.0);
+  ref::forward(s.pb, s.q.data(), s.k.data(), s.v.data(), r->out.data(), r->lse.data());
+  ref::naive_forward(s.pb, dt, s.q, s.k, s.v, &r->naive_out, &r->naive_lse);
+}
+
+ref::Problem problem_of(const VarlenCase& c, int64_t lq, int64_t lk) {
+  ref::Problem pb;
+  pb.batch = 1;
+  pb.seqlen_q = lq;
+  pb.seqlen_k = lk;
+  pb.heads_q = c.heads_q;
+  pb.heads_kv = c.heads_kv;
+  pb.head_dim = c.head_dim;
+  pb.causal = c.causal;
+  pb.window_left = c.window_left;
+  pb.window_right = c.window_right;
+  pb.softcap = c.softcap;
+  return pb;
+}
+
+int64_t max_of(const std::vector<int64_t>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+}  // namespace
+
+std::string VarlenCase::name() const {
+  std::ostringstream s;
+  s << dtype_tag(dtype) << "_q" << lens_str(lens_q) << "_k" << lens_str(lens_k) << "_h" << heads_q << "x"
+    << heads_kv << "_d" << head_dim;
+  if (causal) s << "_causal";
+  if (window_left >= 0 || window_right >= 0) s << "_win" << window_left << "_" << window_right;
+  if (softcap > 0) s << "_cap";
+  std::string r = s.str();
+  std::replace(r.begin(), r.end(), '-', 'm');
+  return r;
+}
+void PrintTo(const VarlenCase& c, std::ostream* os) { *os << c.name(); }
+
+VarlenInstance make_varlen(Device dev, const VarlenCase& c, bool backward) {
+  VarlenInstance in;
+  in.c = c;
+  const int64_t tq = std::accumulate(c.lens_q.begin(), c.lens_q.end(), int64_t{0});
+  const int64_t tk = std::accumulate(c.lens_k.begin(), c.lens_k.end(), int64_t{0});
+  const int64_t B = static_cast<int64_t>(c.lens_q.size());
+  in.q = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
+  in.k = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
+  in.v = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
+  in.qd = fill_randn(in.q);
+  in.kd = fill_randn(in.k);
+  in.vd = fill_randn(in.v);
+  in.out = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
+  in.lse = make_contiguous(dev, DType::F32, {c.heads_q, tq});
+  in.cu_q = make_i32(dev, cumulative(c.lens_q), {B + 1});
+  in.cu_k = make_i32(dev, cumulative(c.lens_k), {B + 1});
+  if (backward) {
+    in.dout = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
+    in.dod = fill_randn(in.dout);
+    in.dq = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
+    in.dk = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
+    in.dv = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
+  }
+  return in;
+}
+
+namespace {
+flashattn::Options options_of(const VarlenCase& c) {
+  flashattn::Options o;
+  o.causal = c.causal;
+  o.window_left = c.window_left;
+  o.window_right = c.window_right;
+  o.softcap = c.softcap;
+  return o;
+}
+flashattn::Varlen varlen_of(const VarlenInstance& in) {
+  flashattn::Varlen v;
+  v.cu_seqlens_q = in.cu_q.view();
+  v.cu_seqlens_k = in.cu_k.view();
+  v.max_seqlen_q = max_of(in.c.lens_q);
+  v.max_seqlen_k = max_of(in.c.lens_k);
+  return v;
+}
+}  // namespace
+
+flashattn::ForwardArgs VarlenInstance::fwd_args() const {
+  flashattn::ForwardArgs a;
+  a.q = q.view();
+  a.k = k.view();
+  a.v = v.view();
+  a.out = out.view();
+  a.lse = lse.view();
+  a.options = options_of(c);
+  a.varlen = varlen_of(*this);
+  return a;
+}
+
+flashattn::BackwardArgs VarlenInstance::bwd_args() const {
+  flashattn::BackwardArgs a;
+  a.q = q.view();
+  a.k = k.view();
+  a.v = v.view();
+  a.out = out.view();
+  a.dout = dout.view();
+  a.lse = lse.view();
+  a.dq = dq.view();
+  a.dk = dk.view();
+  a.dv = dv.view();
+  a.options = options_of(c);
+  a.varlen = varlen_of(*this);
+  return a;
+}
+
+void check_varlen_forward(Device dev, const VarlenCase& c) {
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable " << device_name(dev) << " device";
+  VarlenInstance in = make_varlen(dev, c, false);
+  CallGuard guard({&in.q, &in.k, &in.v, &in.cu_q, &in.cu_k}, {&in.out, &in.lse});
+  const flashattn::Status st = flashattn::forward(in.fwd_args());
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported: " << st.message;
+  ASSERT_TRUE(st.ok()) << "forward failed: " << st.message;
+  EXPECT_TRUE(guard.wrote_exactly_outputs());
+
+  const int64_t hdq = c.heads_q * c.head_dim, hdk = c.heads_kv * c.head_dim;
+  const int64_t tq = static_cast<int64_t>(in.qd.size()) / hdq;
+  Results all;
+  all.out.assign(in.qd.size(), 0.0);
+  all.naive_out = all.out;
+  all.lse.assign(static_cast<size_t>(c.heads_q * tq), 0.0);
+  all.naive_lse = all.lse;
+  int64_t oq = 0, ok = 0;
+  for (size_t b = 0; b < c.lens_q.size(); ++b) {
+    const int64_t lq = c.lens_q[b], lk = c.lens_k[b];
+    SeqProblem s{problem_of(c, lq, lk), rows(in.qd, oq, lq, hdq), rows(in.kd, ok, lk, hdk),
+                 rows(in.vd, ok, lk, hdk), {}};
+    if (lq > 0) {
+      Results r;
+      run_forward(s, c.dtype, &r);
+      put_rows(&all.out, r.out, oq, hdq);
+      put_rows(&all.naive_out, r.naive_out, oq, hdq);
+      for (int64_t h = 0; h < c.heads_q; ++h)
+        for (int64_t i = 0; i < lq; ++i) {
+          all.lse[h * tq + oq + i] = r.lse[h * lq + i];
+          all.naive_lse[h * tq + oq + i] = r.naive_lse[h * lq + i];
+        }
+    }
+    oq += lq;
+    ok += lk;
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  const auto m = ref::magnitudes(in.qd, in.kd, in.vd, {}, c.head_dim, scale);
+  EXPECT_TRUE(within_rule("out", c.dtype, in.out.read(), all.out, all.naive_out,
+                          std::max<int64_t>(1, max_of(c.lens_k)), c.head_dim, m.out));
+  EXPECT_TRUE(lse_within_rule("lse", in.lse.read(), all.lse, all.naive_lse, c.head_dim));
+}
+
+void check_varlen_backward(Device dev, const VarlenCase& c) {
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable " << device_name(dev) << " device";
+  VarlenInstance in = make_varlen(dev, c, true);
+  flashattn::Status st = flashattn::forward(in.fwd_args());
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported (forward): " << st.message;
+  ASSERT_TRUE(st.ok()) << "forward failed: " << st.message;
+  CallGuard guard({&in.q, &in.k, &in.v, &in.out, &in.dout, &in.lse, &in.cu_q, &in.cu_k},
+                  {&in.dq, &in.dk, &in.dv});
+  st = flashattn::backward(in.bwd_args());
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported (backward): " << st.message;
+  ASSERT_TRUE(st.ok()) << "backward failed: " << st.message;
+  EXPECT_TRUE(guard.wrote_exactly_outputs());
+
+  const int64_t hdq = c.heads_q * c.head_dim, hdk = c.heads_kv * c.head_dim;
+  std::vector<double> dq(in.qd.size(), 0.0), dk(in.kd.size(), 0.0), dv(in.vd.size(), 0.0);
+  std::vector<double> ndq = dq, ndk = dk, ndv = dv;
+  int64_t oq = 0, ok = 0, col_len = 1, row_len = 1;
+  for (size_t b = 0; b < c.lens_q.size(); ++b) {
+    const int64_t lq = c.lens_q[b], lk = c.lens_k[b];
+    if (lq > 0 && lk > 0) {
+      const ref::Problem pb = problem_of(c, lq, lk);
+      const auto q = rows(in.qd, oq, lq, hdq), k = rows(in.kd, ok, lk, hdk),
+                 v = rows(in.vd, ok, lk, hdk), dout = rows(in.dod, oq, lq, hdq);
+      std::vector<double> gq(q.size()), gk(k.size()), gv(v.size()), nq, nk, nv;
+      ref::backward(pb, q.data(), k.data(), v.data(), dout.data(), gq.data(), gk.data(), gv.data());
+      ref::naive_backward(pb, c.dtype, q, k, v, dout, &nq, &nk, &nv);
+      put_rows(&dq, gq, oq, hdq);
+      put_rows(&dk, gk, ok, hdk);
+      put_rows(&dv, gv, ok, hdk);
+      put_rows(&ndq, nq, oq, hdq);
+      put_rows(&ndk, nk, ok, hdk);
+      put_rows(&ndv, nv, ok, hdk);
+    }
+    row_len = std::max(row_len, lk);
+    col_len = std::max(col_len, std::max(lk, lq * (c.heads_q / c.heads_kv)));
+    oq += lq;
+    ok += lk;
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  const auto m = ref::magnitudes(in.qd, in.kd, in.vd, in.dod, c.head_dim, scale);
+  EXPECT_TRUE(within_rule("dq", c.dtype, in.dq.read(), dq, ndq, row_len, c.head_dim, m.dq));
+  EXPECT_TRUE(within_rule("dk", c.dtype, in.dk.read(), dk, ndk, col_len, c.head_dim, m.dk));
+  EXPECT_TRUE(within_rule("dv", c.dtype, in.dv.read(), dv, ndv, col_len, c.head_dim, m.dv));
+}
+
+// ---- KV cache ----------------------------------------------------------------------
+
+std::string KvCase::name() const {
+  std::ostringstream s;
+  s << dtype_tag(dtype) << "_q" << seqlen_q << "_h" << heads_q << "x" << heads_kv << "_d" << head_dim
+    << "_cache" << lens_str(cache_lens) << "_cap" << capacity;
+  if (s_new) s << "_new" << s_new;
+  if (page_size) s << "_page" << page_size;
+  if (causal) s << "_causal";
+  if (num_splits) s << "_split" << num_splits;
+  return s.str();
+}
+void PrintTo(const KvCase& c, std::ostream* os) { *os << c.name(); }
+
+void check_kvcache(Device dev, const KvCase& c) {
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable " << device_name(dev) << " device";
+  const int64_t B = static_cast<int64_t>(c.cache_lens.size()), D = c.head_dim, Hkv = c.heads_kv;
+  const int64_t hdk = Hkv * D, hdq = c.heads_q * D;
+  const bool paged = c.page_size > 0;
+  const int64_t max_pages = paged ? (c.capacity + c.page_size - 1) / c.page_size : 0;
+  const int64_t capacity = paged ? max_pages * c.page_size : c.capacity;
+
+  // Cache storage and, per sequence, the storage row of each logical token.
+  Tensor kc, vc, table;
+  std::vector<std::vector<int64_t>> where(static_cast<size_t>(B));  // row index into kc's [rows, Hkv, D]
+  if (paged) {
+    const int64_t num_pages = B * max_pages + 3;  // a few pages nobody uses
+    kc = make_contiguous(dev, c.dtype, {num_pages, c.page_size, Hkv, D});
+    vc = make_contiguous(dev, c.dtype, {num_pages, c.page_size, Hkv, D});
+    std::vector<int32_t> perm(static_cast<size_t>(num_pages));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::mt19937_64 gen(next_seed());
+    std::shuffle(perm.begin(), perm.end(), gen);
+    std::vector<int32_t> bt(static_cast<size_t>(B * max_pages));
+    for (size_t i = 0; i < bt.size(); ++i) bt[i] = perm[i];
+    table = make_i32(dev, bt, {B, max_pages});
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < capacity; ++t)
+        where[b].push_back(bt[b * max_pages + t / c.page_size] * c.page_size + t % c.page_size);
+  } else {
+    kc = make_contiguous(dev, c.dtype, {B, capacity, Hkv, D});
+    vc = make_contiguous(dev, c.dtype, {B, capacity, Hkv, D});
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < capacity; ++t) where[b].push_back(b * capacity + t);
+  }
+  const std::vector<double> k0 = fill_randn(kc), v0 = fill_randn(vc);
+  Tensor q = make_bshd(dev, c.dtype, Layout::BSHD, B, c.seqlen_q, c.heads_q, D);
+  const std::vector<double> qd = fill_randn(q);
+  Tensor kn, vn;
+  std::vector<double> knd, vnd;
+  if (c.s_new) {
+    kn = make_bshd(dev, c.dtype, Layout::BSHD, B, c.s_new, Hkv, D);
+    vn = make_bshd(dev, c.dtype, Layout::BSHD, B, c.s_new, Hkv, D);
+    knd = fill_randn(kn);
+    vnd = fill_randn(vn);
+  }
+  std::vector<int32_t> lens32(c.cache_lens.begin(), c.cache_lens.end());
+  Tensor lens = make_i32(dev, lens32, {B});
+  Tensor out = make_bshd(dev, c.dtype, Layout::BSHD, B, c.seqlen_q, c.heads_q, D);
+  Tensor lse = make_lse(dev, B, c.heads_q, c.seqlen_q);
+
+  flashattn::KvCacheArgs a;
+  a.q = q.view();
+  a.k_cache = kc.view();
+  a.v_cache = vc.view();
+  a.cache_seqlens = lens.view();
+  if (paged) a.block_table = table.view();
+  if (c.s_new) {
+    a.k_new = kn.view();
+    a.v_new = vn.view();
+  }
+  a.out = out.view();
+  a.lse = lse.view();
+  a.options.causal = c.causal;
+  a.num_splits = c.num_splits;
+  std::vector<const Tensor*> inputs{&q, &lens};
+  if (paged) inputs.push_back(&table);
+  if (c.s_new) {
+    inputs.push_back(&kn);
+    inputs.push_back(&vn);
+  }
+  CallGuard guard(inputs, {&out, &lse});
+  const flashattn::Status st = flashattn::forward_kvcache(a);
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported: " << st.message;
+  ASSERT_TRUE(st.ok()) << "forward_kvcache failed: " << st.message;
+  EXPECT_TRUE(guard.wrote_exactly_outputs());
+
+  // The cache after the call: the old contents with the new rows in place.
+  std::vector<double> k1 = k0, v1 = v0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < c.s_new; ++s) {
+      const int64_t row = where[b][c.cache_lens[b] + s];
+      for (int64_t x = 0; x < hdk; ++x) {
+        k1[row * hdk + x] = knd[(b * c.s_new + s) * hdk + x];
+        v1[row * hdk + x] = vnd[(b * c.s_new + s) * hdk + x];
+      }
+    }
+  EXPECT_TRUE(kc.read() == k1) << "k_cache after the call differs from old cache + k_new";
+  EXPECT_TRUE(vc.read() == v1) << "v_cache after the call differs from old cache + v_new";
+
+  std::vector<double> eo(qd.size()), no(qd.size()), el(static_cast<size_t>(B * c.heads_q * c.seqlen_q)),
+      nl(el.size());
+  int64_t max_len = 1;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t lk = c.cache_lens[b] + c.s_new;
+    max_len = std::max(max_len, lk);
+    VarlenCase vc1;
+    vc1.heads_q = c.heads_q;
+    vc1.heads_kv = Hkv;
+    vc1.head_dim = D;
+    vc1.causal = c.causal;
+    SeqProblem s{problem_of(vc1, c.seqlen_q, lk), rows(qd, b * c.seqlen_q, c.seqlen_q, hdq), {}, {}, {}};
+    for (int64_t t = 0; t < lk; ++t) {
+      const int64_t row = where[b][t];
+      s.k.insert(s.k.end(), k1.begin() + row * hdk, k1.begin() + (row + 1) * hdk);
+      s.v.insert(s.v.end(), v1.begin() + row * hdk, v1.begin() + (row + 1) * hdk);
+    }
+    Results r;
+    run_forward(s, c.dtype, &r);
+    put_rows(&eo, r.out, b * c.seqlen_q, hdq);
+    put_rows(&no, r.naive_out, b * c.seqlen_q, hdq);
+    std::copy(r.lse.begin(), r.lse.end(), el.begin() + b * c.heads_q * c.seqlen_q);
+    std::copy(r.naive_lse.begin(), r.naive_lse.end(), nl.begin() + b * c.heads_q * c.seqlen_q);
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const auto m = ref::magnitudes(qd, k1, v1, {}, D, scale);
+  EXPECT_TRUE(within_rule("out", c.dtype, out.read(), eo, no, max_len, D, m.out));
+  EXPECT_TRUE(lse_within_rule("lse", lse.read(), el, nl, D));
+}
+
+}  // namespace fa_test

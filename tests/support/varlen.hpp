@@ -1,0 +1,66 @@
+// Varlen and KV-cache problems end to end. The expected results come from
+// the fp64 reference (and naive_same_dtype for the rule) run on each sequence
+// cut out of the packed / cached data on the host: no kernel code, no shared
+// index arithmetic with the library (the block table is resolved here by its
+// own loop over pages).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "flashattn/flashattn.hpp"
+#include "support/tensor.hpp"
+
+namespace fa_test {
+
+// An int32 tensor on `dev` holding `values` (row-major `shape`).
+Tensor make_i32(Device dev, const std::vector<int32_t>& values, std::vector<int64_t> shape);
+// cu_seqlens of the given lengths: {0, l0, l0 + l1, ...}.
+std::vector<int32_t> cumulative(const std::vector<int64_t>& lens);
+
+struct VarlenCase {
+  DType dtype = DType::F16;
+  std::vector<int64_t> lens_q, lens_k;
+  int64_t heads_q = 2, heads_kv = 1, head_dim = 64;
+  bool causal = false;
+  int64_t window_left = -1, window_right = -1;
+  float softcap = 0.0f;
+  std::string name() const;
+};
+void PrintTo(const VarlenCase& c, std::ostream* os);
+
+// Packed [total, heads, head_dim] inputs, cu_seqlens and outputs of a case.
+struct VarlenInstance {
+  VarlenCase c;
+  Tensor q, k, v, out, lse, dout, dq, dk, dv, cu_q, cu_k;
+  std::vector<double> qd, kd, vd, dod;
+  flashattn::ForwardArgs fwd_args() const;
+  flashattn::BackwardArgs bwd_args() const;
+};
+VarlenInstance make_varlen(Device dev, const VarlenCase& c, bool backward);
+
+void check_varlen_forward(Device dev, const VarlenCase& c);
+void check_varlen_backward(Device dev, const VarlenCase& c);
+
+struct KvCase {
+  DType dtype = DType::F16;
+  int64_t seqlen_q = 1, heads_q = 8, heads_kv = 1, head_dim = 64;
+  std::vector<int64_t> cache_lens;  // tokens already cached, per sequence (batch = size)
+  int64_t s_new = 0;                // appended tokens (0 = no append)
+  int64_t capacity = 64;            // per sequence (rounded up to whole pages when paged)
+  int64_t page_size = 0;            // 0 = contiguous [B, capacity, Hkv, D] cache
+  bool causal = false;
+  int32_t num_splits = 0;
+  std::string name() const;
+};
+void PrintTo(const KvCase& c, std::ostream* os);
+
+// Runs forward_kvcache on fresh data and checks: the output and LSE against
+// the reference over each sequence's keys (old cache + new tokens), every
+// cache row not appended to unchanged, the appended rows equal to k_new/v_new
+// exactly, q/k_new/v_new/index tensors untouched.
+void check_kvcache(Device dev, const KvCase& c);
+
+}  // namespace fa_test
