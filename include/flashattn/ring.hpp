@@ -1,0 +1,99 @@
+// Ring attention (context parallelism): one sequence split over the P ranks
+// of a ring, each rank holding its local chunk of Q, K, V. K/V chunks travel
+// around the ring (rank r sends to r+1, receives from r-1); the transfer of
+// the next chunk is started before the current chunk's attention, so the two
+// overlap. Partial (O, LSE) results are merged with the online-softmax
+// rescale rule (merge_partial). The backward passes K/V around again with
+// fp32 dK/dV accumulators that come home to their owner after P steps; each
+// (query chunk, key chunk) pair's gradient is the library backward called
+// with the GLOBAL out and LSE, which makes every pair's contribution exact.
+//
+// Causal attention uses the zig-zag layout for load balance: the sequence is
+// cut into 2P chunks (zigzag_chunk_sizes) and rank r holds chunks r and
+// 2P-1-r, concatenated. Non-causal attention accepts any split.
+//
+// Transports: make_local_ring (threads of one process, host memory; for tests
+// and simulation) and, in builds that found NCCL, ring_nccl.hpp.
+//
+// The algorithm here runs on CPU tensors; CUDA tensors are refused with
+// ErrorCode::Unsupported (the Python ring, flashattn.ring, runs on CUDA).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "flashattn/flashattn.hpp"
+
+namespace flashattn::ring {
+
+// A transfer in flight; wait() returns when the receive buffer is filled and
+// the send buffer may be reused.
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  virtual Status wait() noexcept = 0;
+};
+
+// One rank's links to its ring neighbours.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const noexcept = 0;
+  virtual int world_size() const noexcept = 0;
+  // Starts sending send_bytes at `send` to rank+1 and receiving recv_bytes
+  // into `recv` from rank-1. Messages with the same tag arrive in the order
+  // they were sent; both buffers must stay valid, and `send` unchanged,
+  // until the returned Pending's wait() has returned.
+  virtual Status start_exchange(const void* send, size_t send_bytes, void* recv,
+                                size_t recv_bytes, int tag,
+                                std::unique_ptr<Pending>* pending) noexcept = 0;
+};
+
+// `world` transports that talk through shared memory, one per rank; each is
+// meant to be driven by its own thread. A wait() gives up with an error after
+// `timeout_ms` without a message (a rank that failed never sends).
+FLASHATTN_EXPORT std::vector<std::unique_ptr<Transport>> make_local_ring(
+    int world, int64_t timeout_ms = 120000);
+
+// Sizes of the 2*world zig-zag chunks of `total` tokens: the first
+// total % (2*world) chunks are one token longer.
+FLASHATTN_EXPORT std::vector<int64_t> zigzag_chunk_sizes(int64_t total, int world);
+
+struct RingForwardArgs {
+  TensorView q, k, v;  // local: [B, Sq_r, Hq, D], [B, Sk_r, Hkv, D], [B, Sk_r, Hkv, D]
+  TensorView out;      // [B, Sq_r, Hq, D], dtype of q
+  TensorView lse;      // optional: fp32 [B, Hq, Sq_r] contiguous, over the whole sequence
+  // The local K/V length of every rank (size world); causal needs the
+  // zig-zag layout: seqlens_k[r] = c_r + c_{2P-1-r} and Sq_r = Sk_r.
+  std::vector<int64_t> seqlens_k;
+  Options options;  // softmax_scale and causal; windows and softcap are refused
+};
+
+struct RingBackwardArgs {
+  TensorView q, k, v, out, dout;  // local; out is the ring forward's output
+  TensorView lse;                 // the ring forward's LSE (required)
+  TensorView dq, dk, dv;          // local gradients, shaped like q, k, v
+  std::vector<int64_t> seqlens_k;
+  Options options;
+};
+
+// Every rank of the ring calls these with its own arguments and transport.
+// Argument errors are found before any transfer and leave outputs untouched;
+// a transport error mid-ring is returned as it is (outputs untouched too:
+// they are written after the last step).
+FLASHATTN_EXPORT Status ring_forward(const RingForwardArgs& args, Transport& transport) noexcept;
+FLASHATTN_EXPORT Status ring_backward(const RingBackwardArgs& args, Transport& transport) noexcept;
+
+// The rescale rule, in place: out_acc fp32 [B, S, H, D] and lse_acc fp32
+// [B, H, S] (any strides, last dim of out_acc contiguous; lse_acc = -inf where
+// nothing is seen yet) absorb part_out [B, S, H, D] (any dtype) and part_lse
+// fp32 [B, H, S], the attention of the same queries over a disjoint key set:
+//   lse' = max + log1p(exp(min - max)),  out' = out e^(lse - lse') + part e^(part_lse - lse')
+// A row with -inf on both sides stays out = 0, lse = -inf. CPU tensors.
+FLASHATTN_EXPORT Status merge_partial(const TensorView& out_acc, const TensorView& lse_acc,
+                                      const TensorView& part_out,
+                                      const TensorView& part_lse) noexcept;
+
+}  // namespace flashattn::ring
