@@ -10,9 +10,26 @@
 namespace flashattn::reference {
 namespace {
 
+// fp16 rounding: _Float16 where the compiler has it; clang < 15 (the
+// sanitizer/fuzzer build uses clang 14) has no x86 _Float16, so round by
+// arithmetic there: the fp16 quantum at f's binade (2^-24 below 2^-14),
+// nearbyint ties to even, and >= 65520 overflows to inf.
+float round_to_f16(float f) {
+#if defined(__clang__) && __clang_major__ < 15
+  if (!std::isfinite(f)) return f;
+  if (std::fabs(f) >= 65520.0f) return std::copysign(std::numeric_limits<float>::infinity(), f);
+  int e = 0;
+  std::frexp(f, &e);  // |f| in [2^(e-1), 2^e)
+  const int q = std::max(e - 1, -14) - 10;
+  return std::ldexp(std::nearbyint(std::ldexp(f, -q)), q);
+#else
+  return static_cast<float>(static_cast<_Float16>(f));
+#endif
+}
+
 // Round to the nearest value of the dtype (ties to even); identity for F32.
 float round_to(DType dt, float f) {
-  if (dt == DType::F16) return static_cast<float>(static_cast<_Float16>(f));
+  if (dt == DType::F16) return round_to_f16(f);
   if (dt == DType::BF16) {
     if (std::isnan(f)) return f;
     uint32_t u;
