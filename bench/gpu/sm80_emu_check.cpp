@@ -49,7 +49,7 @@ static void emu_backward(const fd::BwdParams& p) {
   }
   emu::launch({unsigned((rows + 7) / 8), 1, 1}, 256, [&] { s8::bwd_preprocess_kernel<T>(args); });
   using Cfg = s8::BwdCfg<D>;
-  const emu::Dim3 grid{unsigned((p.seqlen_k + Cfg::BN - 1) / Cfg::BN), unsigned(p.heads_kv), unsigned(p.batch)};
+  const emu::Dim3 grid{unsigned(s8::bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch)), 1, 1};
   if (p.deterministic) {
     emu::launch(grid, Cfg::NW * 32, [&] { s8::bwd_kernel<T, D, true>(args); });
     using Dq = s8::DqCfg<D>;

@@ -20,6 +20,11 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool p
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
                "r"(bytes));
 }
+// 4-byte async copy (per-row scalars such as the LSE); zero-filled when !pred.
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool pred) {
+  const int bytes = pred ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(bytes));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -48,6 +53,17 @@ __device__ __forceinline__ void ldsm_x2_t(uint32_t (&r)[2], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
                : "r"(addr));
+}
+
+// p[0] += x, p[1] += y in global memory (p 8-byte aligned), no return value.
+// sm_90 has a vector reduction: one request instead of two.
+__device__ __forceinline__ void red_add_f32x2(float* p, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y));
+#else
+  atomicAdd(p, x);
+  atomicAdd(p + 1, y);
+#endif
 }
 
 // 2^x with the MUFU unit (rel. error ~2^-22; ex2(-inf) = +0, which the

@@ -26,11 +26,101 @@
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
 
+#ifndef FA_SM80_BWD_ROTATE
+#define FA_SM80_BWD_ROTATE 1
+#endif
+
 namespace flashattn::detail::cuda::sm80 {
 
-template <class T, int D, bool DET>
-__global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a) {
-  using Cfg = BwdCfg<D>;
+// S^T = K Q^T and dP^T = V dO^T in one k-loop: the two products share
+// nothing, and interleaving them gives each warp twice the independent
+// mma.sync chains between shared-memory loads (two warps per scheduler hide
+// little latency on their own).
+template <int MT, int NT, int KS, class LA, class LB, class T>
+__device__ __forceinline__ void gemm_ss_pair(float (&c1)[MT][NT][4], const T* sA1, const T* sB1,
+                                             float (&c2)[MT][NT][4], const T* sA2, const T* sB2, int m0, int n0,
+                                             int lane) {
+  static_assert(NT % 2 == 0, "pairs of n-tiles");
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    uint32_t a1[MT][4], a2[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      load_frag_a<false, LA>(a1[mt], sA1, m0 + mt * 16, ks * 16, lane);
+      load_frag_a<false, LA>(a2[mt], sA2, m0 + mt * 16, ks * 16, lane);
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; nt += 2) {
+      uint32_t b1[4], b2[4];
+      load_frag_b2<false, LB>(b1, sB1, n0 + nt * 8, ks * 16, lane);
+      load_frag_b2<false, LB>(b2, sB2, n0 + nt * 8, ks * 16, lane);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_16816<T>(c1[mt][nt], a1[mt], b1[0], b1[1]);
+        mma_16816<T>(c1[mt][nt + 1], a1[mt], b1[2], b1[3]);
+        mma_16816<T>(c2[mt][nt], a2[mt], b2[0], b2[1]);
+        mma_16816<T>(c2[mt][nt + 1], a2[mt], b2[2], b2[3]);
+      }
+    }
+  }
+}
+
+// P^T = exp2(S^T * mult - LSE * log2 e) and dS^T = P^T * (dP^T - D), in place
+// on the C fragments (rows keys sk0 + 16mt + g + 8hh, columns queries
+// sq0 + 8nt + 2t + e). Versioned at compile time on softcap and on whether
+// the tile needs the mask, so the common case (no softcap, full tile) is one
+// FFMA, one MUFU and two FP ops per element with no branches.
+// sLSE holds the raw natural-log LSE: -inf (a row that sees nothing) maps to
+// +inf so that P = 0; rows past Sq were zero-filled, which is harmless
+// because their dO rows are zero too (P^T dO and dS^T = P^T (0 - 0) add 0).
+template <bool SOFTCAP, bool FULL, int MT, int NT>
+__device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][NT][4], const float* sLSE,
+                                         const float* sDD, const BwdArgs& a, int m0, int c0, int sk0, int sq0,
+                                         int g, int t) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int qc = sq0 + nt * 8 + 2 * t;
+    const float2 lse2 = *reinterpret_cast<const float2*>(sLSE + qc);
+    const float2 dd2 = *reinterpret_cast<const float2*>(sDD + qc);
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float lse = e == 0 ? lse2.x : lse2.y, dd = e == 0 ? dd2.x : dd2.y;
+      const float l2 = lse == -INFINITY ? INFINITY : lse * kLog2e;
+      int lo = 0, hi = 0;  // keys this query sees, relative to c0
+      if constexpr (!FULL) {
+        const KeyRange kr = a.mask.keys(m0 + qc + e);
+        lo = static_cast<int>(kr.begin - c0);
+        hi = static_cast<int>(kr.end - c0);
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int idx = 2 * hh + e;
+          float p, ds;
+          if constexpr (SOFTCAP) {
+            const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
+            p = fast_exp2(fmaf(a.softcap * th, kLog2e, -l2));
+            ds = p * (dp[mt][nt][idx] - dd) * (1.f - th * th);
+          } else {
+            p = fast_exp2(fmaf(s[mt][nt][idx], a.mult, -l2));
+            ds = p * (dp[mt][nt][idx] - dd);
+          }
+          if constexpr (!FULL) {
+            const int kr_local = sk0 + mt * 16 + g + 8 * hh;
+            if (kr_local < lo || kr_local >= hi) p = ds = 0.f;
+          }
+          s[mt][nt][idx] = p;
+          dp[mt][nt][idx] = ds;
+        }
+      }
+    }
+  }
+}
+
+template <class T, int D, bool DET, bool BIG_SMEM = false, int BM_X = 0>
+__global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM, BM_X>::NW * 32) bwd_kernel(const BwdArgs a) {
+  using Cfg = BwdCfg<D, BIG_SMEM, BM_X>;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32, QBUF = Cfg::QBUF;
   constexpr int S_MT = BN / (16 * Cfg::SDP_K), S_NT = BM / (8 * Cfg::SDP_Q);
   constexpr int KV_MT = BN / (16 * Cfg::KV_K), KV_NT = D / (8 * Cfg::KV_D);
@@ -38,6 +128,7 @@ __global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a
   static_assert(S_MT * 16 * Cfg::SDP_K == BN && S_NT * 8 * Cfg::SDP_Q == BM, "SdP tiling");
   static_assert(KV_MT * 16 * Cfg::KV_K == BN && KV_NT * 8 * Cfg::KV_D == D, "dKV tiling");
   static_assert(DQ_MT * 16 * Cfg::DQ_Q == BM && DQ_NT * 8 * Cfg::DQ_D == D, "dQ tiling");
+  static_assert(NTHREADS >= 2 * BM, "one thread per LSE and per D row");
   using LK = SmemLayout<BN, D>;   // K, V; dK, dV staging
   using LQ = SmemLayout<BM, D>;   // Q, dO
   using LP = SmemLayout<BN, BM>;  // P^T, dS^T: [key][query]
@@ -49,12 +140,14 @@ __global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a
   T* sdO0 = sQ0 + QBUF * LQ::kSize;
   T* sP = sdO0 + QBUF * LQ::kSize;
   T* sdS = sP + LP::kSize;
-  float* sLSE = reinterpret_cast<float*>(sdS + LP::kSize);  // LSE * log2(e), +inf for empty rows
+  float* sLSE = reinterpret_cast<float*>(sdS + LP::kSize);  // natural-log LSE
   float* sDD = sLSE + QBUF * BM;                            // D = rowsum(dO * O)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const int hk = static_cast<int>(blockIdx.x % a.heads_kv);  // key-tile-major: see bwd_blocks
+  const int b = static_cast<int>((blockIdx.x / a.heads_kv) % a.batch);
+  const int n_block = static_cast<int>(blockIdx.x / a.heads_kv / a.batch);
   const int Sq = a.seqlen_q;
   const int c0 = n_block * BN, keys = min(BN, a.seqlen_k - c0);
 
@@ -81,10 +174,7 @@ __global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a
   const T* vbase = static_cast<const T*>(a.v.ptr);
   const T* dobase = static_cast<const T*>(a.dout.ptr);
 
-  auto step_head = [&](int it) { return hk * a.group + it / m_count; };
-  auto step_row0 = [&](int it) { return (m_first + it % m_count) * BM; };
-  auto load_q = [&](int it, int buf) {
-    const int hq = step_head(it), m0 = step_row0(it);
+  auto load_q = [&](int hq, int m0, int buf) {
     const int rows = min(BM, Sq - m0);
     load_tile_async<LQ, NTHREADS>(sQ0 + buf * LQ::kSize,
                                   qbase + b * a.q.sb + static_cast<int64_t>(m0) * a.q.ss + hq * a.q.sh, a.q.ss,
@@ -93,17 +183,14 @@ __global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a
         sdO0 + buf * LQ::kSize,
         dobase + b * a.dout.sb + static_cast<int64_t>(m0) * a.dout.ss + hq * a.dout.sh, a.dout.ss, rows, a.d,
         dobase, tid);
-    if (tid < BM) {
-      const int i = m0 + tid;
-      float l2 = INFINITY, dd = 0.f;  // rows past Sq: P = 0
-      if (i < Sq) {
-        const int64_t idx = (static_cast<int64_t>(b) * a.heads_q + hq) * Sq + i;
-        const float lse = a.lse[idx];
-        l2 = lse == -INFINITY ? INFINITY : lse * kLog2e;  // a row that saw nothing has P = 0
-        dd = a.dsum[idx];
-      }
-      sLSE[buf * BM + tid] = l2;
-      sDD[buf * BM + tid] = dd;
+    // LSE and D rows travel with Q and dO (cp.async, no register round trip:
+    // a plain load here stalled the loading warps for a DRAM latency every step).
+    if (tid < 2 * BM) {
+      const int r = tid % BM, i = m0 + r;
+      const int64_t idx = (static_cast<int64_t>(b) * a.heads_q + hq) * Sq + i;
+      const float* src = tid < BM ? a.lse : a.dsum;
+      float* dst = (tid < BM ? sLSE : sDD) + buf * BM + r;
+      cp_async_4(dst, i < Sq ? src + idx : src, i < Sq);
     }
   };
 
@@ -111,7 +198,17 @@ __global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a
                                 keys, a.d, kbase, tid);
   load_tile_async<LK, NTHREADS>(sV, vbase + b * a.v.sb + static_cast<int64_t>(c0) * a.v.ss + hk * a.v.sh, a.v.ss,
                                 keys, a.d, vbase, tid);
-  if (total > 0) load_q(0, 0);
+  // Steps walk the query tiles of one head, then the next head of the group,
+  // each block starting at its own tile (n_block mod m_count): the blocks of
+  // one wave then add into different dQ rows instead of all into the same
+  // 64 rows at once (same-address atomics serialise in L2).
+#if FA_SM80_BWD_ROTATE
+  const int m_start = m_count > 0 ? m_first + n_block % m_count : 0;
+#else
+  const int m_start = m_first;
+#endif
+  int cur_h = hk * a.group, cur_m = m_start;
+  if (total > 0) load_q(cur_h, cur_m * BM, 0);
   cp_async_commit();
 
   float dk[KV_MT][KV_NT][4], dv[KV_MT][KV_NT][4];
@@ -130,11 +227,14 @@ __global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a
     const int buf = QBUF == 2 ? (it & 1) : 0;
     cp_async_wait<0>();  // this step's Q, dO (and K, V) landed
     __syncthreads();     // ... everywhere; the other buffer, sP and sdS are free
+    int nxt_h = cur_h, nxt_m = cur_m + 1;
+    if (nxt_m == m_first + m_count) nxt_m = m_first;
+    if (nxt_m == m_start) ++nxt_h;
     if (QBUF == 2 && it + 1 < total) {
-      load_q(it + 1, buf ^ 1);
+      load_q(nxt_h, nxt_m * BM, buf ^ 1);
       cp_async_commit();
     }
-    const int hq = step_head(it), m0 = step_row0(it);
+    const int hq = cur_h, m0 = cur_m * BM;
     const T* cQ = sQ0 + buf * LQ::kSize;
     const T* cdO = sdO0 + buf * LQ::kSize;
 
@@ -145,83 +245,73 @@ __global__ void __launch_bounds__(BwdCfg<D>::NW * 32) bwd_kernel(const BwdArgs a
       for (int nt = 0; nt < S_NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[mt][nt][e] = dp[mt][nt][e] = 0.f;
-    gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(s, sK, sk0, cQ, sq0, lane);
-    gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(dp, sV, sk0, cdO, sq0, lane);
+    if constexpr (Cfg::PAIR_SDP) {
+      gemm_ss_pair<S_MT, S_NT, D / 16, LK, LQ>(s, sK, cQ, dp, sV, cdO, sk0, sq0, lane);
+    } else {
+      gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(s, sK, sk0, cQ, sq0, lane);
+      gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(dp, sV, sk0, cdO, sq0, lane);
+    }
 
-    // Rows of s are keys (sk0 + 16mt + g + 8hh), columns queries (sq0 + 8nt + 2t + e).
     const bool full = a.mask.tile_full(m0, min(m0 + BM, Sq), c0, c0 + BN);
-#pragma unroll
-    for (int nt = 0; nt < S_NT; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int qc = sq0 + nt * 8 + 2 * t + e;
-        const float l2 = sLSE[buf * BM + qc], dd = sDD[buf * BM + qc];
-        int lo = 0, hi = BN;  // keys this query sees, relative to c0
-        if (!full) {
-          const KeyRange kr = a.mask.keys(m0 + qc);
-          lo = static_cast<int>(kr.begin - c0);
-          hi = static_cast<int>(kr.end - c0);
-        }
-#pragma unroll
-        for (int mt = 0; mt < S_MT; ++mt) {
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const int kr_local = sk0 + mt * 16 + g + 8 * hh;
-            const int idx = 2 * hh + e;
-            float p, ds;
-            if (a.softcap > 0.f) {
-              const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
-              p = fast_exp2(fmaf(a.softcap * th, kLog2e, -l2));
-              ds = p * (dp[mt][nt][idx] - dd) * (1.f - th * th);
-            } else {
-              p = fast_exp2(fmaf(s[mt][nt][idx], a.mult, -l2));
-              ds = p * (dp[mt][nt][idx] - dd);
-            }
-            if (kr_local < lo || kr_local >= hi) p = ds = 0.f;
-            s[mt][nt][idx] = p;
-            dp[mt][nt][idx] = ds;
-          }
-        }
-      }
+    const float* cLSE = sLSE + buf * BM;
+    const float* cDD = sDD + buf * BM;
+    if (a.softcap > 0.f) {
+      if (full)
+        bwd_p_ds<true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+      else
+        bwd_p_ds<true, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+    } else {
+      if (full)
+        bwd_p_ds<false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+      else
+        bwd_p_ds<false, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
     }
     store_c<LP, T>(sP, s, sk0, sq0, lane);
     store_c<LP, T>(sdS, dp, sk0, sq0, lane);
     __syncthreads();
 
-    gemm_ss<KV_MT, KV_NT, BM / 16, false, true, LP, LQ>(dv, sP, kk0, cdO, kd0, lane);
-    gemm_ss<KV_MT, KV_NT, BM / 16, false, true, LP, LQ>(dk, sdS, kk0, cQ, kd0, lane);
-
+    // dQ first: its reductions then drain to L2 while the dV and dK products
+    // run, instead of queueing in front of the next step's shared loads.
     if constexpr (!DET) {
-      float dq[DQ_MT][DQ_NT][4];
-#pragma unroll
-      for (int mt = 0; mt < DQ_MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < DQ_NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) dq[mt][nt][e] = 0.f;
-      gemm_ss<DQ_MT, DQ_NT, BN / 16, true, true, LP, LK>(dq, sdS, qq0, sK, qd0, lane);
+      // In chunks of 4 n-tiles (3 at head dim 192): at head dim 256 the
+      // whole 32 x 64 warp tile next to dK and dV spilled.
+      constexpr int CH = DQ_NT <= 4 ? DQ_NT : DQ_NT % 4 == 0 ? 4 : DQ_NT / 2;
+      static_assert(DQ_NT % CH == 0, "dQ chunks");
       float* acc = a.dq_accum + (static_cast<int64_t>(b) * a.heads_q + hq) * Sq * D;
 #pragma unroll
-      for (int mt = 0; mt < DQ_MT; ++mt) {
+      for (int c = 0; c < DQ_NT / CH; ++c) {
+        float dq[DQ_MT][CH][4];
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const int i = m0 + qq0 + mt * 16 + g + 8 * hh;
-          if (i < Sq) {
-            float* row = acc + static_cast<int64_t>(i) * D + qd0 + 2 * t;
+        for (int mt = 0; mt < DQ_MT; ++mt)
 #pragma unroll
-            for (int nt = 0; nt < DQ_NT; ++nt) {
-              atomicAdd(row + nt * 8, dq[mt][nt][2 * hh]);
-              atomicAdd(row + nt * 8 + 1, dq[mt][nt][2 * hh + 1]);
+          for (int nt = 0; nt < CH; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) dq[mt][nt][e] = 0.f;
+        const int d0 = qd0 + c * CH * 8;
+        gemm_ss<DQ_MT, CH, BN / 16, true, true, LP, LK>(dq, sdS, qq0, sK, d0, lane);
+#pragma unroll
+        for (int mt = 0; mt < DQ_MT; ++mt) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int i = m0 + qq0 + mt * 16 + g + 8 * hh;
+            if (i < Sq) {
+              float* row = acc + static_cast<int64_t>(i) * D + d0 + 2 * t;
+#pragma unroll
+              for (int nt = 0; nt < CH; ++nt) red_add_f32x2(row + nt * 8, dq[mt][nt][2 * hh], dq[mt][nt][2 * hh + 1]);
             }
           }
         }
       }
     }
+    gemm_ss<KV_MT, KV_NT, BM / 16, false, true, LP, LQ>(dv, sP, kk0, cdO, kd0, lane);
+    gemm_ss<KV_MT, KV_NT, BM / 16, false, true, LP, LQ>(dk, sdS, kk0, cQ, kd0, lane);
     if (QBUF == 1 && it + 1 < total) {
       __syncthreads();  // every warp is done with Q, dO and the LSE/D rows
-      load_q(it + 1, 0);
+      load_q(nxt_h, nxt_m * BM, 0);
       cp_async_commit();
     }
+    cur_h = nxt_h;
+    cur_m = nxt_m;
   }
 
   cp_async_wait<0>();

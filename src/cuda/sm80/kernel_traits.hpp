@@ -28,22 +28,42 @@ struct FwdCfg {
 //   SdP: S^T = K Q^T and dP^T = V dO^T, a (BN x BM) tile, SDP_K x SDP_Q warps
 //   KV : dV += P^T dO, dK += dS^T Q,    a (BN x D)  tile, KV_K x KV_D warps
 //   DQ : dQ  = dS K,                    a (BM x D)  tile, DQ_Q x DQ_D warps
-// DOUBLE_Q prefetches the next Q/dO tile while the current one is used.
-template <int D>
+// QBUF = 2 prefetches the next Q/dO tile while the current one is used.
+// BIG_SMEM: the variant for GPUs with more than the A100's 163 KB per block
+// (H100/H200: 227 KB); it differs only where the A100 shape had to give up
+// double buffering (head dim 256). BwdCfg<D> (false) is what every sm80+
+// GPU can run, and what dispatch checks.
+// Head dim 64 takes 128 x 128 tiles (twice the work per barrier and per
+// K/V fragment of the 64-row tile; its accumulators are small enough).
+template <int D, bool BIG_SMEM = false, int BM_X = 0>
 struct BwdCfg {
-  static constexpr int BM = 64;
+  static constexpr int BM = BM_X ? BM_X : D <= 64 ? 128 : 64;
   static constexpr int BN = D <= 128 ? 128 : 64;
   static constexpr int NW = 8;
-  static constexpr int SDP_K = D <= 128 ? 4 : 2, SDP_Q = NW / SDP_K;
+  static constexpr int SDP_K = (D <= 128 && BM == 64) ? 4 : 2, SDP_Q = NW / SDP_K;
+  // S^T and dP^T in one k-loop (twice the fragments in flight): without
+  // spills only where the S/dP accumulators are small (64-row tiles).
+  static constexpr bool PAIR_SDP = BM == 64;
   static constexpr int KV_K = D <= 128 ? 4 : 2, KV_D = NW / KV_K;
-  static constexpr int DQ_Q = D <= 128 ? 4 : 2, DQ_D = NW / DQ_Q;
-  static constexpr bool DOUBLE_Q = D <= 192;
-  static constexpr int QBUF = DOUBLE_Q ? 2 : 1;
+  // dQ: for 64-row tiles 2 x 4 warps (32 queries x D/4 each) read fewer B
+  // fragments than 4 x 2; for 128-row tiles 4 x 2 reads fewer A fragments.
+  static constexpr int DQ_Q = BM == 128 ? 4 : 2, DQ_D = NW / DQ_Q;
+  static constexpr int QBUF = (D <= 192 || BIG_SMEM) ? 2 : 1;
   static constexpr size_t smem() {
     return 2 * tile_bytes(BN, D) + 2 * QBUF * tile_bytes(BM, D) + 2 * tile_bytes(BN, BM) +
            2 * QBUF * BM * sizeof(float);
   }
 };
+
+// Blocks of the backward main kernel: one per (key tile, kv head, batch),
+// on a 1-D grid in key-tile-major order (block = (n * batch + b) * heads_kv
+// + hk). Under a causal mask the first key tiles have the most query tiles
+// to visit, so this hands the longest blocks out first and the last wave
+// holds short ones (the tail of a grid ordered by head left up to one
+// longest block running alone at the end).
+constexpr long long bwd_blocks(long long n_blocks, long long heads_kv, long long batch) {
+  return n_blocks * heads_kv * batch;
+}
 
 // Deterministic dQ kernel: one block per BM query rows looping over key
 // tiles, each warp owning 16 full rows (like the forward), no atomics.

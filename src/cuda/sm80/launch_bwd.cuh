@@ -7,6 +7,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "cuda_check.hpp"
 #include "sm80/bwd_dq_kernel.cuh"
 #include "sm80/bwd_kernel.cuh"
@@ -19,6 +22,23 @@ namespace flashattn::detail::cuda::sm80 {
 template <class K>
 Status set_smem(K* kernel, size_t bytes) {
   FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return Status::Ok();
+}
+
+template <class T, int D, bool BIG_SMEM, int BM_X = 0>
+Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t stream) {
+  using Cfg = BwdCfg<D, BIG_SMEM, BM_X>;
+  const long long blocks = bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch);
+  if (blocks > 0x7fffffffLL)
+    return Status::Error(ErrorCode::Unsupported, "CUDA backward: batch * heads_kv * ceil(seqlen_k / " +
+                                                     std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
+                                                     " key tiles exceed the 2^31 - 1 blocks of one launch");
+  const dim3 grid(static_cast<unsigned>(blocks));
+  auto* kernel = p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM, BM_X> : &bwd_kernel<T, D, false, BIG_SMEM, BM_X>;
+  Status s = set_smem(kernel, Cfg::smem());
+  if (!s.ok()) return s;
+  kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
+  FA_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
 
@@ -42,21 +62,22 @@ Status run_bwd(const BwdParams& p, void* workspace) {
   }
 
   if (p.seqlen_k > 0) {
-    using Cfg = BwdCfg<D>;
-    const dim3 grid(static_cast<unsigned>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN),
-                    static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
-    if (p.deterministic) {
-      auto* kernel = &bwd_kernel<T, D, true>;
-      Status s = set_smem(kernel, Cfg::smem());
-      if (!s.ok()) return s;
-      kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
+    // The BIG_SMEM shape only where it differs (else it is not instantiated)
+    // and the GPU has the room.
+    Status s = Status::Ok();
+    if constexpr (BwdCfg<D, true>::smem() != BwdCfg<D>::smem()) {
+      int dev = 0, optin = 0;
+      FA_CUDA_TRY(cudaGetDevice(&dev));
+      FA_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+      const bool big = static_cast<size_t>(optin) >= BwdCfg<D, true>::smem();
+      s = big ? launch_bwd_main<T, D, true>(p, args, stream) : launch_bwd_main<T, D, false>(p, args, stream);
+    } else if constexpr (D == 64) {  // EXPERIMENT (removed after the A/B): 64-row tiles
+      static const bool bm64 = std::getenv("FA_BWD_BM64") != nullptr;
+      s = bm64 ? launch_bwd_main<T, D, false, 64>(p, args, stream) : launch_bwd_main<T, D, false>(p, args, stream);
     } else {
-      auto* kernel = &bwd_kernel<T, D, false>;
-      Status s = set_smem(kernel, Cfg::smem());
-      if (!s.ok()) return s;
-      kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
+      s = launch_bwd_main<T, D, false>(p, args, stream);
     }
-    FA_CUDA_TRY(cudaGetLastError());
+    if (!s.ok()) return s;
   }
 
   if (rows > 0) {

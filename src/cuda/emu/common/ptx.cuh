@@ -17,6 +17,16 @@ inline void cp_async_16(void* smem, const void* gmem, bool pred) {
   else
     std::memset(smem, 0, 16);
 }
+inline void cp_async_4(void* smem, const void* gmem, bool pred) {
+  if (pred)
+    std::memcpy(smem, gmem, 4);
+  else
+    std::memset(smem, 0, 4);
+}
+inline void red_add_f32x2(float* p, float x, float y) {
+  atomicAdd(p, x);
+  atomicAdd(p + 1, y);
+}
 inline void cp_async_commit() {}
 template <int N>
 inline void cp_async_wait() {}
