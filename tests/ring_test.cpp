@@ -307,6 +307,38 @@ TEST(RingMerge, BadArgumentsNamed) {
 
 // ---- bad ring arguments: found before any transfer, outputs untouched ---------
 
+// A transport that moves device memory: the ring must refuse host tensors.
+class DeviceOnlyTransport final : public flashattn::ring::Transport {
+ public:
+  int rank() const noexcept override { return 0; }
+  int world_size() const noexcept override { return 1; }
+  Device device() const noexcept override { return Device::CUDA; }
+  Status start_exchange(const void*, size_t, void*, size_t, int,
+                        std::unique_ptr<flashattn::ring::Pending>*) noexcept override {
+    return Status::Error(flashattn::ErrorCode::Internal, "no transfer expected");
+  }
+};
+
+TEST(RingArgs, TransportOnAnotherDeviceIsRefused) {
+  fa_test::QKV in = fa_test::make_qkv(Device::CPU, DType::F32, Layout::BSHD, 1, 5, 5, 2, 2, 8);
+  fa_test::fill_randn(in.q);
+  fa_test::fill_randn(in.k);
+  fa_test::fill_randn(in.v);
+  Tensor out = fa_test::make_contiguous(Device::CPU, DType::F32, {1, 5, 2, 8});
+  fa_test::CallGuard guard({&in.q, &in.k, &in.v}, {&out});
+  flashattn::ring::RingForwardArgs a;
+  a.q = in.q.view();
+  a.k = in.k.view();
+  a.v = in.v.view();
+  a.out = out.view();
+  a.seqlens_k = {5};
+  DeviceOnlyTransport t;
+  const Status st = flashattn::ring::ring_forward(a, t);
+  EXPECT_EQ(st.code, flashattn::ErrorCode::InvalidArgument) << st.message;
+  EXPECT_NE(st.message.find("transport: moves CUDA memory"), std::string::npos) << st.message;
+  EXPECT_TRUE(guard.untouched());
+}
+
 TEST(RingArgs, ErrorsNameTheArgumentAndWriteNothing) {
   const int P = 2;
   const int64_t B = 1, S = 6, H = 2, D = 8;

@@ -12,11 +12,11 @@
 // cut into 2P chunks (zigzag_chunk_sizes) and rank r holds chunks r and
 // 2P-1-r, concatenated. Non-causal attention accepts any split.
 //
-// Transports: make_local_ring (threads of one process, host memory; for tests
-// and simulation) and, in builds that found NCCL, ring_nccl.hpp.
-//
-// The algorithm here runs on CPU tensors; CUDA tensors are refused with
-// ErrorCode::Unsupported (the Python ring, flashattn.ring, runs on CUDA).
+// Transports: make_local_ring (threads of one process, host memory: CPU
+// tensors; for tests and simulation) and, in CUDA builds that found nccl.h,
+// ring_nccl.hpp (CUDA tensors). With CUDA tensors every step (library calls,
+// merges, accumulations, transfers) is enqueued on options.stream and the
+// host does not wait; buffers are allocated stream-ordered (cudaMallocAsync).
 #pragma once
 
 #include <cstddef>
@@ -28,8 +28,9 @@
 
 namespace flashattn::ring {
 
-// A transfer in flight; wait() returns when the receive buffer is filled and
-// the send buffer may be reused.
+// A transfer in flight; after wait() the receive buffer is filled and the
+// send buffer may be reused (for a device transport: in stream order, i.e.
+// for work enqueued afterwards on the caller's stream).
 class Pending {
  public:
   virtual ~Pending() = default;
@@ -42,6 +43,8 @@ class Transport {
   virtual ~Transport() = default;
   virtual int rank() const noexcept = 0;
   virtual int world_size() const noexcept = 0;
+  // Where the buffers it moves live: the ring refuses tensors elsewhere.
+  virtual Device device() const noexcept = 0;
   // Starts sending send_bytes at `send` to rank+1 and receiving recv_bytes
   // into `recv` from rank-1. Messages with the same tag arrive in the order
   // they were sent; both buffers must stay valid, and `send` unchanged,

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "flashattn/flashattn.hpp"
 
@@ -73,20 +72,6 @@ inline void store(DType dt, void* base, int64_t i, float v) {
     case DType::BF16: static_cast<uint16_t*>(base)[i] = float_to_bf16(v); break;
   }
 }
-
-// A dense host buffer of `n` elements of `dt`.
-struct HostBuffer {
-  DType dtype = DType::F32;
-  std::vector<uint8_t> bytes;
-  HostBuffer() = default;
-  HostBuffer(DType dt, int64_t n) : dtype(dt), bytes(size_t(n) * dtype_size(dt)) {}
-  void* data() { return bytes.data(); }
-  size_t size_bytes() const { return bytes.size(); }
-  // A contiguous view of `shape` starting `offset` elements in.
-  TensorView view(std::initializer_list<int64_t> shape, int64_t offset = 0) {
-    return TensorView::contiguous(bytes.data() + size_t(offset) * dtype_size(dtype), dtype, shape);
-  }
-};
 
 // Rows [begin, begin + count) of dimension `dim` of a view.
 inline TensorView slice(TensorView t, int dim, int64_t begin, int64_t count) {

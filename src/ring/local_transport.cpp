@@ -68,6 +68,7 @@ class LocalTransport final : public Transport {
       : m_(std::move(m)), rank_(rank), world_(world) {}
   int rank() const noexcept override { return rank_; }
   int world_size() const noexcept override { return world_; }
+  Device device() const noexcept override { return Device::CPU; }
 
   Status start_exchange(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                         int tag, std::unique_ptr<Pending>* pending) noexcept override {

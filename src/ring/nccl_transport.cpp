@@ -96,6 +96,7 @@ class NcclTransport final : public Transport {
   ~NcclTransport() override { cudaStreamDestroy(stream_); }
   int rank() const noexcept override { return rank_; }
   int world_size() const noexcept override { return world_; }
+  Device device() const noexcept override { return Device::CUDA; }
 
   Status start_exchange(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                         int /*tag: NCCL matches in start order*/,

@@ -13,6 +13,7 @@
 
 #include "flashattn/ring.hpp"
 #include "ring/host_tensor.hpp"
+#include "ring/ring_ops.hpp"
 
 namespace flashattn::ring {
 
@@ -26,8 +27,15 @@ std::vector<int64_t> zigzag_chunk_sizes(int64_t total, int world) {
 
 namespace {
 
-using detail::HostBuffer;
+using detail::Buf;
+using detail::Ops;
 using detail::slice;
+
+#define FA_RING_TRY(expr)                 \
+  do {                                    \
+    Status fa_ring_st_ = (expr);          \
+    if (!fa_ring_st_.ok()) return fa_ring_st_; \
+  } while (0)
 
 // K/V and dK/dV move between the same two ranks at the same time.
 constexpr int kTagKV = 0;
@@ -62,11 +70,16 @@ Pair pair_for(const Ring& r, int src, int64_t sq) {
 // checked by the library's workspace query on the whole local problem.
 Status check_ring(const TensorView& q, const TensorView& k, const std::vector<int64_t>& seqlens_k,
                   const Options& o, const Transport& t, Ring* ring) {
-  if (q.device != Device::CPU) {
-    return Status::Error(ErrorCode::Unsupported,
-                         "q: the C++ ring runs on CPU tensors (got a CUDA tensor); the Python "
-                         "ring (flashattn.ring) runs on CUDA");
+  if (q.device != t.device()) {
+    return invalid(std::string("transport: moves ") + (t.device() == Device::CPU ? "host" : "CUDA") +
+                   " memory but the tensors are on " + (q.device == Device::CPU ? "the CPU" : "CUDA") +
+                   " (make_local_ring is for CPU tensors, make_nccl_transport for CUDA)");
   }
+#if !defined(FLASHATTN_WITH_CUDA)
+  if (q.device == Device::CUDA) {
+    return Status::Error(ErrorCode::Unsupported, "q: this build of flashattn has no CUDA backend");
+  }
+#endif
   if (o.window_left != -1 || o.window_right != -1 || o.softcap != 0.0f) {
     return Status::Error(ErrorCode::Unsupported,
                          "options: the ring supports softmax_scale and causal only (window and "
@@ -120,14 +133,29 @@ Options pair_options(const Options& o, bool causal) {
 
 // K and V of one rank, packed in one buffer: one message per step.
 struct KV {
-  HostBuffer buf;
+  Buf buf;
   int64_t B = 0, S = 0, H = 0, D = 0;
-  KV() = default;
-  KV(DType dt, int64_t b, int64_t s, int64_t h, int64_t d)
-      : buf(dt, 2 * b * s * h * d), B(b), S(s), H(h), D(d) {}
-  TensorView k() { return buf.view({B, S, H, D}); }
-  TensorView v() { return buf.view({B, S, H, D}, B * S * H * D); }
+  TensorView k() const { return buf.view({B, S, H, D}); }
+  TensorView v() const { return buf.view({B, S, H, D}, B * S * H * D); }
 };
+
+Status make_kv(Ops& ops, DType dt, int64_t b, int64_t s, int64_t h, int64_t d, KV* kv) {
+  kv->B = b;
+  kv->S = s;
+  kv->H = h;
+  kv->D = d;
+  return ops.alloc(dt, 2 * b * s * h * d, &kv->buf);
+}
+
+std::unique_ptr<Ops> make_ops(const TensorView& q, void* stream) {
+#if defined(FLASHATTN_WITH_CUDA)
+  if (q.device == Device::CUDA) return detail::make_cuda_ops(q.device_index, stream);
+#else
+  (void)stream;
+#endif
+  (void)q;
+  return detail::make_host_ops();
+}
 
 // Waits for an exchange and keeps the first error.
 void finish(std::unique_ptr<Pending>& p, Status* st) {
@@ -149,20 +177,24 @@ Status ring_forward(const RingForwardArgs& a, Transport& transport) noexcept {
     whole.lse = a.lse;
     whole.options = pair_options(a.options, false);
     size_t ws = 0;
-    if (Status s = forward_workspace_bytes(whole, &ws); !s.ok()) return s;
+    FA_RING_TRY(forward_workspace_bytes(whole, &ws));
     Ring ring;
-    if (Status s = check_ring(a.q, a.k, a.seqlens_k, a.options, transport, &ring); !s.ok()) return s;
+    FA_RING_TRY(check_ring(a.q, a.k, a.seqlens_k, a.options, transport, &ring));
 
+    std::unique_ptr<Ops> ops = make_ops(a.q, a.options.stream);
     const DType dt = a.q.dtype;
     const int64_t B = a.q.shape[0], Sq = a.q.shape[1], Hq = a.q.shape[2], D = a.q.shape[3];
     const int64_t Hkv = a.k.shape[2];
-    HostBuffer out_acc(DType::F32, B * Sq * Hq * D), lse_acc(DType::F32, B * Hq * Sq);
+    Buf out_acc, lse_acc;
+    FA_RING_TRY(ops->alloc(DType::F32, B * Sq * Hq * D, &out_acc));
+    FA_RING_TRY(ops->alloc(DType::F32, B * Hq * Sq, &lse_acc));
     const TensorView out_v = out_acc.view({B, Sq, Hq, D}), lse_v = lse_acc.view({B, Hq, Sq});
-    detail::fill(out_v, 0.0f);
-    detail::fill(lse_v, -std::numeric_limits<float>::infinity());
-    KV kv(dt, B, a.k.shape[1], Hkv, D);
-    detail::copy(a.k, kv.k());
-    detail::copy(a.v, kv.v());
+    FA_RING_TRY(ops->fill(out_v, 0.0f));
+    FA_RING_TRY(ops->fill(lse_v, -std::numeric_limits<float>::infinity()));
+    KV kv;
+    FA_RING_TRY(make_kv(*ops, dt, B, a.k.shape[1], Hkv, D, &kv));
+    FA_RING_TRY(ops->copy(a.k, kv.k()));
+    FA_RING_TRY(ops->copy(a.v, kv.v()));
 
     Status st;
     for (int t = 0; t < ring.world && st.ok(); ++t) {
@@ -170,33 +202,39 @@ Status ring_forward(const RingForwardArgs& a, Transport& transport) noexcept {
       std::unique_ptr<Pending> pending;
       KV next;
       if (t + 1 < ring.world) {  // the next chunk travels while this one is computed
-        next = KV(dt, B, ring.sk[size_t(ring.src(t + 1))], Hkv, D);
-        st = transport.start_exchange(kv.buf.data(), kv.buf.size_bytes(), next.buf.data(),
-                                      next.buf.size_bytes(), kTagKV, &pending);
+        st = make_kv(*ops, dt, B, ring.sk[size_t(ring.src(t + 1))], Hkv, D, &next);
+        if (st.ok()) {
+          st = transport.start_exchange(kv.buf.data(), kv.buf.bytes(), next.buf.data(),
+                                        next.buf.bytes(), kTagKV, &pending);
+        }
         if (!st.ok()) break;
       }
       const Pair p = pair_for(ring, src, Sq);
       if (!p.empty()) {
-        HostBuffer po(dt, B * p.rows * Hq * D), pl(DType::F32, B * Hq * p.rows);
-        ForwardArgs fa;
-        fa.q = slice(a.q, 1, p.row0, p.rows);
-        fa.k = slice(kv.k(), 1, p.key0, p.keys);
-        fa.v = slice(kv.v(), 1, p.key0, p.keys);
-        fa.out = po.view({B, p.rows, Hq, D});
-        fa.lse = pl.view({B, Hq, p.rows});
-        fa.options = pair_options(a.options, p.causal);
-        st = forward(fa);
+        Buf po, pl;
+        st = ops->alloc(dt, B * p.rows * Hq * D, &po);
+        if (st.ok()) st = ops->alloc(DType::F32, B * Hq * p.rows, &pl);
         if (st.ok()) {
-          st = merge_partial(slice(out_v, 1, p.row0, p.rows), slice(lse_v, 2, p.row0, p.rows),
-                             fa.out, fa.lse);
+          ForwardArgs fa;
+          fa.q = slice(a.q, 1, p.row0, p.rows);
+          fa.k = slice(kv.k(), 1, p.key0, p.keys);
+          fa.v = slice(kv.v(), 1, p.key0, p.keys);
+          fa.out = po.view({B, p.rows, Hq, D});
+          fa.lse = pl.view({B, Hq, p.rows});
+          fa.options = pair_options(a.options, p.causal);
+          st = forward(fa);
+          if (st.ok()) {
+            st = ops->merge(slice(out_v, 1, p.row0, p.rows), slice(lse_v, 2, p.row0, p.rows),
+                            fa.out, fa.lse);
+          }
         }
       }
       finish(pending, &st);
       if (st.ok() && t + 1 < ring.world) kv = std::move(next);
     }
-    if (!st.ok()) return st;
-    detail::copy(out_v, a.out);
-    if (a.lse.data != nullptr) detail::copy(lse_v, a.lse);
+    FA_RING_TRY(st);
+    FA_RING_TRY(ops->copy(out_v, a.out));
+    if (a.lse.data != nullptr) FA_RING_TRY(ops->copy(lse_v, a.lse));
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Error(ErrorCode::Internal, std::string("ring_forward: ") + e.what());
@@ -217,23 +255,27 @@ Status ring_backward(const RingBackwardArgs& a, Transport& transport) noexcept {
     whole.dv = a.dv;
     whole.options = pair_options(a.options, false);
     size_t ws = 0;
-    if (Status s = backward_workspace_bytes(whole, &ws); !s.ok()) return s;
+    FA_RING_TRY(backward_workspace_bytes(whole, &ws));
     Ring ring;
-    if (Status s = check_ring(a.q, a.k, a.seqlens_k, a.options, transport, &ring); !s.ok()) return s;
+    FA_RING_TRY(check_ring(a.q, a.k, a.seqlens_k, a.options, transport, &ring));
 
+    std::unique_ptr<Ops> ops = make_ops(a.q, a.options.stream);
     const DType dt = a.q.dtype;
     const int64_t B = a.q.shape[0], Sq = a.q.shape[1], Hq = a.q.shape[2], D = a.q.shape[3];
     const int64_t Hkv = a.k.shape[2];
-    HostBuffer dq_acc(DType::F32, B * Sq * Hq * D);
+    Buf dq_acc;
+    FA_RING_TRY(ops->alloc(DType::F32, B * Sq * Hq * D, &dq_acc));
     const TensorView dq_v = dq_acc.view({B, Sq, Hq, D});
-    detail::fill(dq_v, 0.0f);
-    KV kv(dt, B, a.k.shape[1], Hkv, D);
-    detail::copy(a.k, kv.k());
-    detail::copy(a.v, kv.v());
+    FA_RING_TRY(ops->fill(dq_v, 0.0f));
+    KV kv;
+    FA_RING_TRY(make_kv(*ops, dt, B, a.k.shape[1], Hkv, D, &kv));
+    FA_RING_TRY(ops->copy(a.k, kv.k()));
+    FA_RING_TRY(ops->copy(a.v, kv.v()));
     // dK/dV of the K/V chunk held now, in fp32; it travels with the chunk
     // one step behind and reaches its owner after the last step.
-    KV dkv(DType::F32, B, a.k.shape[1], Hkv, D);
-    detail::fill(dkv.buf.view({int64_t(dkv.buf.size_bytes() / 4)}), 0.0f);
+    KV dkv;
+    FA_RING_TRY(make_kv(*ops, DType::F32, B, a.k.shape[1], Hkv, D, &dkv));
+    FA_RING_TRY(ops->fill(dkv.buf.view({dkv.buf.n}), 0.0f));
     std::unique_ptr<Pending> dkv_pending;
     KV dkv_next;
 
@@ -243,33 +285,37 @@ Status ring_backward(const RingBackwardArgs& a, Transport& transport) noexcept {
       std::unique_ptr<Pending> kv_pending;
       KV kv_next;
       if (t + 1 < ring.world) {
-        kv_next = KV(dt, B, ring.sk[size_t(ring.src(t + 1))], Hkv, D);
-        st = transport.start_exchange(kv.buf.data(), kv.buf.size_bytes(), kv_next.buf.data(),
-                                      kv_next.buf.size_bytes(), kTagKV, &kv_pending);
+        st = make_kv(*ops, dt, B, ring.sk[size_t(ring.src(t + 1))], Hkv, D, &kv_next);
+        if (st.ok()) {
+          st = transport.start_exchange(kv.buf.data(), kv.buf.bytes(), kv_next.buf.data(),
+                                        kv_next.buf.bytes(), kTagKV, &kv_pending);
+        }
         if (!st.ok()) break;
       }
       const Pair p = pair_for(ring, src, Sq);
-      HostBuffer dqp, dkp, dvp;
+      Buf dqp, dkp, dvp, lse_rows;
       if (!p.empty()) {
         // The library wants a contiguous LSE: the rows' slice, copied.
-        HostBuffer lse_rows(DType::F32, B * Hq * p.rows);
-        detail::copy(slice(a.lse, 2, p.row0, p.rows), lse_rows.view({B, Hq, p.rows}));
-        dqp = HostBuffer(dt, B * p.rows * Hq * D);
-        dkp = HostBuffer(dt, B * p.keys * Hkv * D);
-        dvp = HostBuffer(dt, B * p.keys * Hkv * D);
-        BackwardArgs ba;
-        ba.q = slice(a.q, 1, p.row0, p.rows);
-        ba.k = slice(kv.k(), 1, p.key0, p.keys);
-        ba.v = slice(kv.v(), 1, p.key0, p.keys);
-        ba.out = slice(a.out, 1, p.row0, p.rows);
-        ba.dout = slice(a.dout, 1, p.row0, p.rows);
-        ba.lse = lse_rows.view({B, Hq, p.rows});
-        ba.dq = dqp.view({B, p.rows, Hq, D});
-        ba.dk = dkp.view({B, p.keys, Hkv, D});
-        ba.dv = dvp.view({B, p.keys, Hkv, D});
-        ba.options = pair_options(a.options, p.causal);
-        st = backward(ba);
-        if (st.ok()) detail::accumulate(ba.dq, slice(dq_v, 1, p.row0, p.rows));
+        st = ops->alloc(DType::F32, B * Hq * p.rows, &lse_rows);
+        if (st.ok()) st = ops->copy(slice(a.lse, 2, p.row0, p.rows), lse_rows.view({B, Hq, p.rows}));
+        if (st.ok()) st = ops->alloc(dt, B * p.rows * Hq * D, &dqp);
+        if (st.ok()) st = ops->alloc(dt, B * p.keys * Hkv * D, &dkp);
+        if (st.ok()) st = ops->alloc(dt, B * p.keys * Hkv * D, &dvp);
+        if (st.ok()) {
+          BackwardArgs ba;
+          ba.q = slice(a.q, 1, p.row0, p.rows);
+          ba.k = slice(kv.k(), 1, p.key0, p.keys);
+          ba.v = slice(kv.v(), 1, p.key0, p.keys);
+          ba.out = slice(a.out, 1, p.row0, p.rows);
+          ba.dout = slice(a.dout, 1, p.row0, p.rows);
+          ba.lse = lse_rows.view({B, Hq, p.rows});
+          ba.dq = dqp.view({B, p.rows, Hq, D});
+          ba.dk = dkp.view({B, p.keys, Hkv, D});
+          ba.dv = dvp.view({B, p.keys, Hkv, D});
+          ba.options = pair_options(a.options, p.causal);
+          st = backward(ba);
+          if (st.ok()) st = ops->accumulate(ba.dq, slice(dq_v, 1, p.row0, p.rows));
+        }
       }
       finish(dkv_pending, &st);  // src's accumulator, from the previous rank
       if (!st.ok()) {
@@ -278,25 +324,29 @@ Status ring_backward(const RingBackwardArgs& a, Transport& transport) noexcept {
       }
       if (t > 0) dkv = std::move(dkv_next);
       if (!p.empty()) {
-        detail::accumulate(dkp.view({B, p.keys, Hkv, D}), slice(dkv.k(), 1, p.key0, p.keys));
-        detail::accumulate(dvp.view({B, p.keys, Hkv, D}), slice(dkv.v(), 1, p.key0, p.keys));
+        st = ops->accumulate(dkp.view({B, p.keys, Hkv, D}), slice(dkv.k(), 1, p.key0, p.keys));
+        if (st.ok()) {
+          st = ops->accumulate(dvp.view({B, p.keys, Hkv, D}), slice(dkv.v(), 1, p.key0, p.keys));
+        }
       }
-      if (ring.world > 1) {
+      if (st.ok() && ring.world > 1) {
         // After the last step rank r holds rank r+1's accumulator and
         // receives its own from rank r-1.
-        dkv_next = KV(DType::F32, B, ring.sk[size_t(ring.src(t + 1))], Hkv, D);
-        st = transport.start_exchange(dkv.buf.data(), dkv.buf.size_bytes(), dkv_next.buf.data(),
-                                      dkv_next.buf.size_bytes(), kTagDKV, &dkv_pending);
+        st = make_kv(*ops, DType::F32, B, ring.sk[size_t(ring.src(t + 1))], Hkv, D, &dkv_next);
+        if (st.ok()) {
+          st = transport.start_exchange(dkv.buf.data(), dkv.buf.bytes(), dkv_next.buf.data(),
+                                        dkv_next.buf.bytes(), kTagDKV, &dkv_pending);
+        }
       }
       finish(kv_pending, &st);
       if (st.ok() && t + 1 < ring.world) kv = std::move(kv_next);
     }
     finish(dkv_pending, &st);
-    if (!st.ok()) return st;
+    FA_RING_TRY(st);
     if (ring.world > 1) dkv = std::move(dkv_next);
-    detail::copy(dq_v, a.dq);
-    detail::copy(dkv.k(), a.dk);
-    detail::copy(dkv.v(), a.dv);
+    FA_RING_TRY(ops->copy(dq_v, a.dq));
+    FA_RING_TRY(ops->copy(dkv.k(), a.dk));
+    FA_RING_TRY(ops->copy(dkv.v(), a.dv));
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Error(ErrorCode::Internal, std::string("ring_backward: ") + e.what());
