@@ -255,22 +255,23 @@ void forward_seq(const FwdParams& p, float* ws, int nthreads) {
 
 inline bool use_decode(const FwdParams& p) { return p.seqlen_q * p.group() <= FBR; }
 
-// Key-range pieces per (sequence, kv head). Splitting pays only when the
-// (sequence, kv head) units cannot occupy the threads; each piece keeps >= 4
-// key tiles so that loading Q^T and merging stay small beside it.
+// Key-range pieces per (sequence, kv head). Splitting pays when the
+// (sequence, kv head) units are too few to occupy the threads. The count
+// depends on the problem only, never on the thread count, so results are the
+// same bits for any OMP_NUM_THREADS (tests/determinism_test.cpp): below 16
+// units, pieces of >= 8 key tiles (512 keys, so loading Q^T and the merge
+// stay small beside them), at most 16 of them.
 inline int64_t decode_splits(const FwdParams& p) {
   const int64_t units = p.batch * p.heads_kv, tiles = (p.seqlen_k + FBC - 1) / FBC;
   if (units == 0 || tiles <= 1) return 1;
   int64_t ns = p.num_splits;
-  if (ns == 0) {
-    const int64_t nt = omp_get_max_threads();
-    if (units >= 2 * nt) return 1;
-    ns = std::min((2 * nt + units - 1) / units, (tiles + 3) / 4);
-  }
+  if (ns == 0) ns = units >= 16 ? 1 : std::min<int64_t>(16, (tiles + 7) / 8);
   return std::max<int64_t>(1, std::min(ns, tiles));
 }
 
-// Floats of one piece's partial result: normalised O (columns x dpad), then LSE.
+// Floats of one piece's partial result: normalised O (columns x dpad), then
+// LSE; sized for the longest sequence (p.seqlen_q is the maximum), the
+// stride between pieces whatever the sequence.
 inline size_t partial_floats(const FwdParams& p) {
   const int64_t ncol = round_up(p.seqlen_q * p.group(), VW);
   return size_t(round_up(ncol * round_up(p.head_dim, VW) + ncol, 16));
@@ -322,10 +323,9 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk,
 // and LSE = M + log(sum_s w_s). No visible key anywhere: O = 0, LSE = -inf.
 template <class T>
 void decode_merge(const FwdParams& sp, const FwdLayout& L, float* tmp, int64_t hk, int64_t nsplit,
-                  const float* parts) {
+                  const float* parts, size_t stride) {
   const int64_t g = sp.group(), sq = sp.seqlen_q, nq = sq * g, ncol = round_up(nq, VW);
   const int64_t d = sp.head_dim, dp = L.dpad;
-  const size_t stride = partial_floats(sp);
   for (int64_t c = 0; c < nq; ++c) {
     float mx = kNegInf;
     for (int64_t s = 0; s < nsplit; ++s) mx = std::max(mx, parts[s * stride + ncol * dp + c]);
@@ -366,7 +366,7 @@ void decode(const FwdParams& p, float* ws, int nthreads) {
       for (int64_t u = 0; u < units; ++u) {
         const int64_t b = u / p.heads_kv;
         const FwdParams sp = sequence_params(p, b, seq_lens(p, b));
-        decode_merge<T>(sp, L, w + L.o, u % p.heads_kv, ns, parts + size_t(u * ns) * pstride);
+        decode_merge<T>(sp, L, w + L.o, u % p.heads_kv, ns, parts + size_t(u * ns) * pstride, pstride);
       }
     }
   }
