@@ -222,7 +222,7 @@ class _RingFlashAttn(torch.autograd.Function):
                 _wait(reqs)
         out = out.to(q.dtype)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.scale, ctx.causal, ctx.group = scale, causal, group
+        ctx.scale, ctx.causal, ctx.ring = scale, causal, ring  # the layout, gathered once
         ctx.mark_non_differentiable(lse)
         return out, lse
 
@@ -230,8 +230,7 @@ class _RingFlashAttn(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout, dlse):
         q, k, v, out, lse = ctx.saved_tensors
-        scale, causal = ctx.scale, ctx.causal
-        ring = _Ring(ctx.group, q, k, causal)
+        scale, causal, ring = ctx.scale, ctx.causal, ctx.ring
         B, Sq = q.shape[:2]
         kv_tail = tuple(k.shape[2:])
         dout = dout.contiguous()
