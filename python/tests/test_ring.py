@@ -58,6 +58,9 @@ def _worker(rank, world, tmp):
     """One of 4 processes; runs the rings of 1, 2 and 4 ranks in turn (P < 4
     on a subgroup of ranks 0..P-1, P = 4 on the default group)."""
     os.environ["OMP_NUM_THREADS"] = "1"
+    # Loopback: gloo otherwise picks the interface of the host name, which a
+    # sandboxed CI machine may not resolve.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank,
                             world_size=world)
