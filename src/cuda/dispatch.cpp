@@ -16,6 +16,9 @@
 #ifdef FLASHATTN_WITH_SM90
 #include "sm90/sm90_forward.hpp"
 #endif
+#ifdef FLASHATTN_WITH_SM90_BWD
+#include "sm90/bwd_sm90.hpp"
+#endif
 
 namespace flashattn::detail::cuda {
 
@@ -216,6 +219,19 @@ bool use_sm90(const FwdParams& p) {
 }
 #endif
 
+#ifdef FLASHATTN_WITH_SM90_BWD
+// The Hopper backward likewise (head_dim 128, fp16/bf16, no softcap, no
+// per-sequence lengths); deterministic=true stays on the sm80 path, whose
+// separate dQ kernel has a fixed summation order.
+bool use_sm90_bwd(const BwdParams& p) {
+  static const bool disabled = [] {
+    const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
+    return e != nullptr && e[0] != '\0' && e[0] != '0';
+  }();
+  return !disabled && !p.per_sequence() && sm90::can_implement_bwd(p).ok();
+}
+#endif
+
 }  // namespace
 
 Status can_implement(const AttnParams& p) noexcept {
@@ -267,6 +283,16 @@ Status backward(const BwdParams& p) noexcept {
     DeviceGuard guard;
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
+#ifdef FLASHATTN_WITH_SM90_BWD
+    if (use_sm90_bwd(p)) {
+      Workspace ws;
+      s = ws.alloc(sm90::bwd_workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
+      if (!s.ok()) return s;
+      s = sm90::run_backward(p, ws.get());
+      const Status r = ws.release();
+      return s.ok() ? r : s;
+    }
+#endif
     size_t smem = k.bwd_smem;
     if (p.deterministic && k.dq_smem > smem) smem = k.dq_smem;
     s = check_device(p.device_index, smem, "the backward");
@@ -286,6 +312,9 @@ Status backward(const BwdParams& p) noexcept {
 size_t forward_workspace_bytes(const FwdParams&) noexcept { return 0; }
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {
+#ifdef FLASHATTN_WITH_SM90_BWD
+  if (use_sm90_bwd(p)) return sm90::bwd_workspace_bytes(p);
+#endif
   const int tile = sm80::tile_head_dim(p.head_dim);
   if (tile == 0) return 0;
   return sm80::bwd_workspace(p, tile).total;

@@ -10,9 +10,9 @@
 // fp32 dK/dV workspace per query head plus a reduction kernel, costs
 // Hq/Hkv x more dK/dV traffic for the same work).
 //
-// Roles: warpgroup 0 = producer (one thread issues TMA: K, V once; per step
-// Q, dO into a 2-stage ring, with LSE*log2e and D as 256-byte bulk copies on
-// the same barrier). Warpgroups 1, 2 = consumers, each owning 64 keys:
+// Roles: warpgroup 0 = producer (warp 0: one lane issues TMA, K and V once,
+// per step Q and dO into a 2-stage ring; the warp copies the step's
+// LSE*log2e and D rows into the same ring stage). Warpgroups 1, 2 = consumers, each owning 64 keys:
 //   S^T  = K_w Q^T          wgmma ss (K, Q both K-major)           [64 x 64]
 //   dP^T = V_w dO^T         wgmma ss                               [64 x 64]
 //   P^T  = exp2(S^T * scale*log2e - LSE*log2e), masked on cut tiles
@@ -93,34 +93,50 @@ struct BwdStep {
   }
 };
 
+// Producer warp (warp 0): lane 0 issues every TMA load (K, V once; per step
+// Q and dO into the ring stage); all 32 lanes copy the step's 64 values of
+// LSE*log2e and of D into the stage with plain loads and stores (two of
+// each per lane) and arrive on its full barrier, whose count is 1 (lane 0's
+// expect_tx) + 32. (A cp.async.bulk of those 256 bytes completing on the
+// barrier as TMA bytes is the same synchronisation, but compute-sanitizer's
+// racecheck flags each consumer read of it, which would hide real hazards.)
 template <class T>
 __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSmem<T>& sm, int hk,
-                                             int b, int c0, int total, const QueryTileRange& qr) {
+                                             int b, int c0, int total, const QueryTileRange& qr,
+                                             int lane) {
   constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN;
-  tma_prefetch_desc(&a.tm_q);
-  tma_prefetch_desc(&a.tm_do);
-  tma_prefetch_desc(&a.tm_k);
-  tma_prefetch_desc(&a.tm_v);
-  mbar_arrive_expect_tx(sm.kv_full(), 2 * T::kKVBytes);
+  if (lane == 0) {
+    tma_prefetch_desc(&a.tm_q);
+    tma_prefetch_desc(&a.tm_do);
+    tma_prefetch_desc(&a.tm_k);
+    tma_prefetch_desc(&a.tm_v);
+    mbar_arrive_expect_tx(sm.kv_full(), 2 * T::kKVBytes);
 #pragma unroll
-  for (int at = 0; at < T::kAtoms; ++at) {
-    tma_load_4d(sm.k() + at * kBlockN * 128, &a.tm_k, sm.kv_full(), at * 64, c0, hk, b);
-    tma_load_4d(sm.v() + at * kBlockN * 128, &a.tm_v, sm.kv_full(), at * 64, c0, hk, b);
+    for (int at = 0; at < T::kAtoms; ++at) {
+      tma_load_4d(sm.k() + at * kBlockN * 128, &a.tm_k, sm.kv_full(), at * 64, c0, hk, b);
+      tma_load_4d(sm.v() + at * kBlockN * 128, &a.tm_v, sm.kv_full(), at * 64, c0, hk, b);
+    }
   }
   for (int it = 0; it < total; ++it) {
     const BwdStep<T> st(it, hk, a.group, qr);
     mbar_wait(sm.q_empty(st.stage), st.phase ^ 1);
     const uint32_t full = sm.q_full(st.stage);
-    mbar_arrive_expect_tx(full, 2 * T::kQBytes + 2 * T::kRowBytes);
+    if (lane == 0) {
+      mbar_arrive_expect_tx(full, 2 * T::kQBytes);
 #pragma unroll
-    for (int at = 0; at < T::kAtoms; ++at) {
-      tma_load_4d(sm.q(st.stage) + at * kBlockM * 128, &a.tm_q, full, at * 64, st.m0, st.head, b);
-      tma_load_4d(sm.dout(st.stage) + at * kBlockM * 128, &a.tm_do, full, at * 64, st.m0, st.head,
-                  b);
+      for (int at = 0; at < T::kAtoms; ++at) {
+        tma_load_4d(sm.q(st.stage) + at * kBlockM * 128, &a.tm_q, full, at * 64, st.m0, st.head, b);
+        tma_load_4d(sm.dout(st.stage) + at * kBlockM * 128, &a.tm_do, full, at * 64, st.m0,
+                    st.head, b);
+      }
     }
-    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0;
-    bulk_load(sm.lse(st.stage), a.lse2 + row, T::kRowBytes, full);
-    bulk_load(sm.dsum(st.stage), a.dsum + row, T::kRowBytes, full);
+    const int64_t row =
+        (static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0 + 2 * lane;
+    const float2 l = *reinterpret_cast<const float2*>(a.lse2 + row);
+    const float2 d = *reinterpret_cast<const float2*>(a.dsum + row);
+    st_shared_f32x2(sm.lse(st.stage) + 8 * lane, l.x, l.y);
+    st_shared_f32x2(sm.dsum(st.stage) + 8 * lane, d.x, d.y);
+    mbar_arrive(full);
   }
 }
 
@@ -278,8 +294,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     fence_operand(dk);
     fence_operand(pf);
     fence_operand(dsf);
-    // Every wgmma reading this stage's Q, dO (and LSE/D) has retired.
-    if (lane == 0) mbar_arrive(sm.q_empty(st.stage));
+    // Every wgmma reading this stage's Q and dO has retired, and this
+    // thread's LSE/D reads are done: each consumer thread arrives (one
+    // arrival per warp would release only lane 0's reads of the LSE/D rows
+    // before the producer warp overwrites them).
+    mbar_arrive(sm.q_empty(st.stage));
 
     // Stage dQ (fp32, padded rows) and add it to the workspace, one row per
     // bulk reduce; rows past seqlen_q are dropped.
@@ -336,31 +355,41 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const BwdSmem<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
   const int wg = static_cast<int>(threadIdx.x) / 128;
-  const int tid = static_cast<int>(threadIdx.x) % 128;
-  const int hk = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
-  const int c0 = static_cast<int>(blockIdx.x) * T::kBlockN;
-  const int keys = min(T::kBlockN, a.seqlen_k - c0);
-  const BlockMask mask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
-  const QueryTileRange qr = query_tile_range<T::kBlockM>(mask, a.seqlen_q, c0, keys);
-  const int total = qr.count * a.group;
 
   if (threadIdx.x == 0) {
     mbar_init(sm.kv_full(), 1);
 #pragma unroll
     for (int s = 0; s < T::kStages; ++s) {
-      mbar_init(sm.q_full(s), 1);
+      mbar_init(sm.q_full(s), T::kFullArrivals);
       mbar_init(sm.q_empty(s), T::kEmptyArrivals);
     }
     fence_barrier_init();
   }
   __syncthreads();
 
+  // Each role derives the CTA's work after its setmaxnreg: values live
+  // across the producer's register decrease would spill.
+  auto work = [&](int& hk, int& b, int& c0, BlockMask& mask, QueryTileRange& qr) {
+    hk = static_cast<int>(blockIdx.y);
+    b = static_cast<int>(blockIdx.z);
+    c0 = static_cast<int>(blockIdx.x) * T::kBlockN;
+    mask = BlockMask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
+    qr = query_tile_range<T::kBlockM>(mask, a.seqlen_q, c0, min(T::kBlockN, a.seqlen_k - c0));
+    return qr.count * a.group;  // steps
+  };
+  int hk, b, c0, total;
+  BlockMask mask;
+  QueryTileRange qr;
   if (wg == 0) {
     setmaxnreg_dec<T::kProducerRegs>();
-    if (threadIdx.x == 0) bwd_producer<T>(a, sm, hk, b, c0, total, qr);
+    if (threadIdx.x < 32) {
+      total = work(hk, b, c0, mask, qr);
+      bwd_producer<T>(a, sm, hk, b, c0, total, qr, static_cast<int>(threadIdx.x));
+    }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();
-    bwd_consumer<T>(a, sm, mask, hk, b, c0, total, qr, wg - 1, tid);
+    total = work(hk, b, c0, mask, qr);
+    bwd_consumer<T>(a, sm, mask, hk, b, c0, total, qr, wg - 1, static_cast<int>(threadIdx.x) % 128);
   }
 }
 

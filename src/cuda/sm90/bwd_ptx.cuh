@@ -1,22 +1,11 @@
-// Inline-PTX helpers the backward adds to ptx.cuh: plain (non-tensor) bulk
-// copies for the per-tile LSE/D rows, the bulk reduce-add that accumulates
-// dQ in global memory, and shared-memory accesses by 32-bit address.
+// Inline-PTX helpers the backward adds to ptx.cuh: the bulk reduce-add that
+// accumulates dQ in global memory, and shared-memory accesses by 32-bit
+// address.
 #pragma once
 
 #include <cstdint>
 
 namespace flashattn::detail::cuda::sm90 {
-
-// `bytes` (a multiple of 16) from global `src` (16-byte aligned) to shared
-// `dst`, completing on `bar` as transaction bytes.
-__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes,
-                                          uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(bar)
-      : "memory");
-}
 
 // dst[i] += src[i] for `bytes` / 4 floats, performed by the TMA unit
 // (atomic per element with respect to other reductions); joins the issuing

@@ -62,8 +62,11 @@ struct BwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "exceeds the sm90 per-block shared memory");
   static_assert(kDQOff % 1024 == 0 && kDSOff % 1024 == 0 && kQBytes % 1024 == 0, "");
 
-  // One arrival per consumer warp frees a Q/dO stage.
-  static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
+  // One arrival per consumer thread frees a stage; a stage is full after
+  // lane 0's expect_tx arrival (plus its TMA bytes) and the 32 arrivals of
+  // the producer warp that copied its LSE/D rows.
+  static constexpr uint32_t kEmptyArrivals = 128 * kConsumerWGs;
+  static constexpr uint32_t kFullArrivals = 1 + 32;
   // Named barriers over the 256 consumer threads (0 is __syncthreads).
   static constexpr uint32_t kBarDS = 1;  // both halves of dS^T are in smem
   static constexpr uint32_t kBarDQ = 2;  // the dQ tile is staged for the reduce
