@@ -60,6 +60,13 @@ class Transport {
 FLASHATTN_EXPORT std::vector<std::unique_ptr<Transport>> make_local_ring(
     int world, int64_t timeout_ms = 120000);
 
+// CUDA builds only (the symbol exists where FLASHATTN_WITH_CUDA was on): one
+// transport per stream in `streams` (rank r computes on streams[r]), all on
+// CUDA device `device`, passing messages through host memory. Synchronous and
+// slow: it tests the ring's CUDA path on one GPU.
+FLASHATTN_EXPORT std::vector<std::unique_ptr<Transport>> make_local_cuda_ring(
+    int device, const std::vector<void*>& streams, int64_t timeout_ms = 120000);
+
 // Sizes of the 2*world zig-zag chunks of `total` tokens: the first
 // total % (2*world) chunks are one token longer.
 FLASHATTN_EXPORT std::vector<int64_t> zigzag_chunk_sizes(int64_t total, int world);
