@@ -136,8 +136,9 @@ class _Ring:
             dist.all_gather(all_lens, mine, group=group)
         else:
             all_lens = [mine]
-        self.sq = [int(t[0]) for t in all_lens]
-        self.sk = [int(t[1]) for t in all_lens]
+        lens = torch.stack(all_lens).tolist()  # one device-to-host copy
+        self.sq = [int(x[0]) for x in lens]
+        self.sk = [int(x[1]) for x in lens]
         self.chunks = None
         if causal:
             if self.sq != self.sk:
