@@ -32,7 +32,7 @@ stage_tests() {
   grep -E "FAILED|Failure|Actual|^\[====|PASSED" "$out/bwd-smoke.log" | head -n 20
   if [ $rc -ne 0 ]; then echo "smoke failed: stopping"; exit 1; fi
   echo "== Backward sweep, default dispatch (sm90 backward for head_dim 128) =="
-  timeout ${FA_T_SWEEP:-150} "$T" --gtest_brief=1 --gtest_filter='*Backward*:*Determinis*' > "$out/bwd-sweep.log" 2>&1
+  timeout ${FA_T_SWEEP:-150} "$T" --gtest_brief=1 --gtest_filter='*Backward*:*Determinis*:-*Varlen*' > "$out/bwd-sweep.log" 2>&1
   echo "rc=$?"
   grep -E "FAILED|Failure|Actual|^\[====|PASSED|SKIPPED \]" "$out/bwd-sweep.log" | head -n 40
   for tool in ${FA_SANITIZERS:-racecheck synccheck memcheck}; do
