@@ -35,15 +35,18 @@ struct FwdCfg {
 // GPU can run, and what dispatch checks.
 // Head dim 64 takes 128 x 128 tiles (twice the work per barrier and per
 // K/V fragment of the 64-row tile; its accumulators are small enough).
-template <int D, bool BIG_SMEM = false, int BM_X = 0>
+template <int D, bool BIG_SMEM = false>
 struct BwdCfg {
-  static constexpr int BM = BM_X ? BM_X : D <= 64 ? 128 : 64;
+  static constexpr int BM = D <= 64 ? 128 : 64;
   static constexpr int BN = D <= 128 ? 128 : 64;
   static constexpr int NW = 8;
   static constexpr int SDP_K = (D <= 128 && BM == 64) ? 4 : 2, SDP_Q = NW / SDP_K;
   // S^T and dP^T in one k-loop (twice the fragments in flight): without
   // spills only where the S/dP accumulators are small (64-row tiles).
   static constexpr bool PAIR_SDP = BM == 64;
+  // S^T/dP^T computed in this many chunks of keys (see bwd_kernel): where
+  // their accumulators are 32+32 registers or more.
+  static constexpr int S_SPLIT = D <= 128 ? 2 : 1;
   static constexpr int KV_K = D <= 128 ? 4 : 2, KV_D = NW / KV_K;
   // dQ: for 64-row tiles 2 x 4 warps (32 queries x D/4 each) read fewer B
   // fragments than 4 x 2; for 128-row tiles 4 x 2 reads fewer A fragments.
