@@ -21,10 +21,11 @@ struct BwdKernelArgs {
   CUtensorMap tm_do;  // box {64, kBwdBlockM}
   CUtensorMap tm_k;   // box {64, kBwdBlockN}
   CUtensorMap tm_v;   // box {64, kBwdBlockN}
-  // Workspace (bwd_sm90.cu, BwdWorkspaceLayout): LSE * log2(e) (+inf for a
-  // row that saw no key and for the padding rows) and D = rowsum(dO * O),
-  // both [B, Hq, seqlen_q_pad] so every query tile's 64 values are one
-  // 256-byte aligned bulk copy; the fp32 dQ accumulator [B, Hq, Sq, 128].
+  // Workspace (bwd_sm90.cu, Layout): LSE * log2(e) (+inf for a row that saw
+  // no key and for the padding rows) and D = rowsum(dO * O), both
+  // [B, Hq, seqlen_q_pad] so that every query tile has 64 aligned values
+  // (the producer warp copies two per lane); the fp32 dQ accumulator
+  // [B, Hq, Sq, 128].
   const float* lse2;
   const float* dsum;
   float* dq_accum;

@@ -2,9 +2,9 @@
 //
 // Preprocess: per (batch, query head, row) of the padded row range, D =
 // rowsum(dO * O) and LSE * log2(e), written [B, Hq, seqlen_q_pad] so that the
-// main kernel fetches a query tile's 64 values with one aligned bulk copy
-// (the sm80 preprocess writes D unpadded, whose rows start at any 4-byte
-// offset, and leaves the LSE to be read from the caller's buffer). Padding
+// main kernel reads a query tile's 64 values of each, aligned and in
+// bounds, without per-row checks (the sm80 preprocess writes D unpadded and
+// leaves the LSE in the caller's [B, Hq, Sq] buffer). Padding
 // rows and rows that saw no key (LSE = -inf) get +inf, which makes their P
 // (and so dS) exactly 0.
 // Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sq, D] -> the dtype through
