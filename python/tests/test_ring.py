@@ -203,3 +203,17 @@ def test_zigzag_roundtrip():
         assert sum(p.shape[1] for p in parts) == 13
         assert torch.equal(ring.zigzag_unshard(parts), x)
     assert ring.zigzag_chunk_sizes(9, 4) == [2, 1, 1, 1, 1, 1, 1, 1]
+
+
+def test_ring_bad_arguments_named():
+    """Checked before any communication (this process has no process group)."""
+    q = torch.randn(1, 8, 2, 16)
+    with pytest.raises(ValueError, match="^k, v: expected the same shape"):
+        ring.ring_flash_attn_func(q, q, q[:, :4])
+    with pytest.raises(ValueError, match="^k, v: expected q's dtype"):
+        ring.ring_flash_attn_func(q, q.half(), q.half())
+    with pytest.raises(ValueError, match="^q: expected a 4-d"):
+        ring.ring_flash_attn_func(q[0], q, q)
+    if not dist.is_initialized():
+        with pytest.raises(RuntimeError, match="^group: torch.distributed is not initialized"):
+            ring.ring_flash_attn_func(q, q, q)
