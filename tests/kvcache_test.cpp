@@ -41,15 +41,17 @@ std::vector<KvCase> kv_cases() {
   }
   for (int64_t page : {16, 48, 256}) {
     v.push_back(kv(DType::F16, 1, 8, 1, 128, {1000, 5, 47}, 1, 1100, page, true));
-    v.push_back(kv(DType::BF16, 4, 8, 2, 64, {100, 0}, 3, 300, page, true));  // append then attend, causal
+    v.push_back(kv(DType::BF16, 4, 8, 2, 128, {100, 0}, 3, 300, page, true));  // append then attend, causal
   }
-  v.push_back(kv(DType::F16, 3, 4, 4, 64, {0, 29}, 3, 40, 0, true));        // cache empty before append
-  v.push_back(kv(DType::F16, 100, 4, 1, 64, {150, 3}, 17, 200, 0, true));   // Sq*group > tile: per-head path
-  v.push_back(kv(DType::F16, 100, 4, 1, 64, {150, 3}, 17, 208, 16, true));  // ... paged
-  v.push_back(kv(DType::F16, 2, 2, 1, 64, {0, 0}, 0, 64, 0, true));         // nothing to see: O = 0
+  v.push_back(kv(DType::F16, 3, 4, 4, 128, {0, 29}, 3, 40, 0, true));        // cache empty before append
+  v.push_back(kv(DType::F16, 100, 4, 1, 128, {150, 3}, 17, 200, 0, true));   // Sq*group > tile: per-head path
+  v.push_back(kv(DType::F16, 100, 4, 1, 128, {150, 3}, 17, 208, 16, true));  // ... paged
+  v.push_back(kv(DType::F16, 2, 2, 1, 128, {0, 0}, 0, 64, 0, true));         // nothing to see: O = 0
   for (int32_t s : {1, 2, 3, 5, 8, 64})
     v.push_back(kv(DType::F16, 1, 8, 1, 128, {2000, 777}, 1, 2048, 0, false, s));
   v.push_back(kv(DType::F32, 2, 16, 2, 64, {3000}, 2, 3072, 48, true, 7));
+  v.push_back(kv(DType::BF16, 2, 16, 2, 128, {3000}, 2, 3072, 48, true, 7));
+  v.push_back(kv(DType::F16, 1, 32, 4, 128, {5000, 1, 64}, 1, 5120, 256, false));  // heuristic split
   return v;
 }
 
@@ -68,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Sweep, KvCache,
 TEST(KvCacheCAbi, SameBitsAsCpp) {
   const Device dev = test_devices()[0];
   if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
-  const int64_t B = 2, Sq = 1, Hq = 4, Hkv = 1, D = 64, cap = 96;
+  const int64_t B = 2, Sq = 1, Hq = 4, Hkv = 1, D = 128, cap = 96;
   Tensor q = make_bshd(dev, DType::F16, Layout::BSHD, B, Sq, Hq, D);
   Tensor kc = make_bshd(dev, DType::F16, Layout::BSHD, B, cap, Hkv, D);
   Tensor vc = make_bshd(dev, DType::F16, Layout::BSHD, B, cap, Hkv, D);

@@ -32,13 +32,13 @@ std::vector<VarlenCase> varlen_cases() {
   };
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     add(dt, {17, 1, 113}, {17, 1, 113}, 2, 2, 64, false);
-    add(dt, {17, 1, 113}, {33, 267, 5}, 4, 2, 64, true);  // Sq > Sk rows see nothing
+    add(dt, {17, 1, 113}, {33, 267, 5}, 4, 2, 128, true);  // Sq > Sk rows see nothing
   }
   add(DType::F16, {0, 31, 0, 7}, {9, 0, 0, 300}, 4, 1, 128, true);   // zero lengths
   add(DType::BF16, {300, 2, 1030}, {301, 2, 1030}, 6, 2, 128, true);  // many tiles, GQA 3:1
   add(DType::F32, {5, 260}, {600, 260}, 2, 1, 72, false);            // odd head_dim
-  add(DType::F16, {1, 1, 1, 1, 1}, {700, 3, 0, 65, 129}, 8, 1, 64, false);  // decode-like, MQA
-  add(DType::F16, {16, 3}, {1000, 40}, 16, 2, 64, true);  // packed-GQA decode path, causal
+  add(DType::F16, {1, 1, 1, 1, 1}, {700, 3, 0, 65, 129}, 8, 1, 128, false);  // decode-like, MQA
+  add(DType::F16, {16, 3}, {1000, 40}, 16, 2, 128, true);  // packed-GQA decode path, causal
   VarlenCase w;
   w.dtype = DType::F16;
   w.lens_q = {40, 129};
@@ -83,7 +83,7 @@ VarlenCase small_case() {
   c.lens_k = {12, 5, 19};
   c.heads_q = 4;
   c.heads_kv = 2;
-  c.head_dim = 64;
+  c.head_dim = 128;
   c.causal = true;
   return c;
 }
@@ -101,7 +101,9 @@ TEST(VarlenCAbi, SameBitsAsCpp) {
   const Device dev = test_devices()[0];
   if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
   VarlenInstance in = make_varlen(dev, small_case(), true);
-  ASSERT_TRUE(flashattn::forward(in.fwd_args()).ok());
+  const flashattn::Status st = flashattn::forward(in.fwd_args());
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << st.message;
+  ASSERT_TRUE(st.ok()) << st.message;
   const auto out_cpp = in.out.read(), lse_cpp = in.lse.read();
   ASSERT_TRUE(flashattn::backward(in.bwd_args()).ok() ||
               dev == Device::CUDA);  // CUDA: varlen backward may be Unsupported
@@ -129,7 +131,8 @@ TEST(VarlenCAbi, SameBitsAsCpp) {
 // Equal lengths: the varlen call and the padded call do the same arithmetic.
 TEST(VarlenMatchesPadded, EqualLengthsSameBits) {
   const Device dev = test_devices()[0];
-  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  // On CUDA the padded call may take the Hopper kernel, the varlen one the sm80 kernel.
+  if (dev != Device::CPU) GTEST_SKIP() << "same-kernel comparison: CPU only";
   VarlenCase c = small_case();
   c.lens_q = {300, 300};
   c.lens_k = {300, 300};

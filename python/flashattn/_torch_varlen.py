@@ -141,13 +141,14 @@ varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup)
 
 # ---- KV cache ----------------------------------------------------------------------
 
-@torch.library.custom_op("flashattn::kvcache_fwd", mutates_args=("k_cache", "v_cache"))
-def kvcache_fwd(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
-                block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
-                softmax_scale: float, causal: bool, window_left: int, window_right: int,
-                softcap: float, num_splits: int) -> Tuple[Tensor, Tensor]:
-    """(out [B, Sq, Hq, D], lse fp32 [B, Hq, Sq]); k_new / v_new are written into
-    the caches at cache_seqlens first (cache_seqlens itself is not changed)."""
+def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
+                 block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
+                 softmax_scale: float, causal: bool, window_left: int, window_right: int,
+                 softcap: float, num_splits: int) -> Tuple[Tensor, Tensor]:
+    """The body of torch.ops.flashattn.kvcache_fwd, also called directly by
+    flash_attn_with_kvcache in plain eager mode (see _torch_ops' fast path:
+    the custom-op dispatch costs tens of microseconds, more than a decode
+    kernel at short contexts)."""
     q, tq = _tv("q", q, 4)
     for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
         if c.shape[-1] > 1 and c.stride(-1) != 1:
@@ -176,6 +177,17 @@ def kvcache_fwd(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tens
                                       softcap), int(num_splits))
     _capi.forward_kvcache(args)
     return out, lse
+
+
+@torch.library.custom_op("flashattn::kvcache_fwd", mutates_args=("k_cache", "v_cache"))
+def kvcache_fwd(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
+                block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
+                softmax_scale: float, causal: bool, window_left: int, window_right: int,
+                softcap: float, num_splits: int) -> Tuple[Tensor, Tensor]:
+    """(out [B, Sq, Hq, D], lse fp32 [B, Hq, Sq]); k_new / v_new are written into
+    the caches at cache_seqlens first (cache_seqlens itself is not changed)."""
+    return kvcache_impl(q, k_cache, v_cache, cache_seqlens, block_table, k_new, v_new,
+                        softmax_scale, causal, window_left, window_right, softcap, num_splits)
 
 
 @kvcache_fwd.register_fake

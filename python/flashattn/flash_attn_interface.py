@@ -20,8 +20,8 @@ from typing import Optional, Tuple
 import torch
 
 from ._common import resolve_options
-from ._torch_ops import attention
-from . import _torch_varlen  # noqa: F401  (registers torch.ops.flashattn.varlen_* / kvcache_fwd)
+from ._torch_ops import _fast_path_ok, attention
+from . import _torch_varlen  # registers torch.ops.flashattn.varlen_* / kvcache_fwd
 
 __all__ = [
     "flash_attn_func",
@@ -197,7 +197,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if block_table is not None:
         block_table = _i32("block_table", block_table, q.device)
     o = _resolved(softmax_scale, causal, window_size, softcap)
-    out, lse = torch.ops.flashattn.kvcache_fwd(
-        q, k_cache, v_cache, cache_seqlens, block_table, k, v, o["softmax_scale"], o["causal"],
-        o["window_left"], o["window_right"], o["softcap"], int(num_splits))
+    # Plain eager tensors skip the custom-op dispatch (same impl; see _torch_ops._fast_path_ok).
+    fn = _torch_varlen.kvcache_impl if _fast_path_ok(q, k_cache, v_cache) else torch.ops.flashattn.kvcache_fwd
+    out, lse = fn(q, k_cache, v_cache, cache_seqlens, block_table, k, v, o["softmax_scale"], o["causal"],
+                  o["window_left"], o["window_right"], o["softcap"], int(num_splits))
     return (out, lse) if return_softmax_lse else out

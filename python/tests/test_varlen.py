@@ -30,7 +30,7 @@ def test_varlen_forward_backward(device, dtype, causal):
     if device == "cuda" and dtype == torch.float32:
         pytest.skip("the CUDA backend is fp16/bf16")
     g = torch.Generator().manual_seed(1234 + int(causal))
-    lens_q, lens_k, hq, hk, d = [17, 0, 65, 1], [30, 4, 65, 0], 4, 2, 64
+    lens_q, lens_k, hq, hk, d = [17, 0, 65, 1], [30, 4, 65, 0], 4, 2, 128
     tq, tk = sum(lens_q), sum(lens_k)
     q = torch.randn(tq, hq, d, generator=g).to(device=device, dtype=dtype).requires_grad_()
     k = torch.randn(tk, hk, d, generator=g).to(device=device, dtype=dtype).requires_grad_()
@@ -71,7 +71,7 @@ def test_varlen_forward_backward(device, dtype, causal):
 def test_kvcache_append_and_attend(device, page_size):
     dtype = torch.float16
     g = torch.Generator().manual_seed(7 + page_size)
-    B, sq, hq, hk, d, s_new = 3, 2, 8, 2, 64, 2
+    B, sq, hq, hk, d, s_new = 3, 2, 8, 2, 128, 2
     lens = [40, 0, 93]
     cap = 96
     if page_size:

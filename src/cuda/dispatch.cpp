@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "common/elem.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "sm80/kernel_traits.hpp"
+#include "sm80/fwd_plan.hpp"
 #include "sm80/launch.hpp"
 #ifdef FLASHATTN_WITH_SM90
 #include "sm90/sm90_forward.hpp"
@@ -49,7 +51,7 @@ const char* built_hdims() {
       ;
 }
 
-using FwdFn = Status (*)(const FwdParams&);
+using FwdFn = Status (*)(const FwdParams&, void*);
 using BwdFn = Status (*)(const BwdParams&, void*);
 
 #define FA_HDIM_CASE(D)                                                                  \
@@ -165,6 +167,31 @@ Status check_params(const AttnParams& p, Kernels& k) {
   return s;
 }
 
+// The default pool's release threshold is 0: at every synchronisation it
+// hands freed memory back to the driver, and the next cudaMallocAsync maps it
+// again (~0.1 ms; measured on the H200 as a 0.19 ms floor per KV-cache decode
+// call with a split-KV workspace). Keeping up to 256 MiB cached in the pool
+// makes the per-call workspace nearly free. Raised once per device, and only
+// when still at the default 0 (a caller's own setting wins).
+void keep_pool_memory(int device) {
+  static std::once_flag once[64];
+  if (device < 0 || device >= 64) return;
+  std::call_once(once[device], [device] {
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    uint64_t threshold = 0;
+    if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) == cudaSuccess &&
+        threshold == 0) {
+      threshold = uint64_t{256} << 20;
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+    }
+    cudaGetLastError();
+  });
+}
+
 // Device memory for the call, freed in stream order.
 class Workspace {
  public:
@@ -178,6 +205,7 @@ class Workspace {
     async_ = pools != 0;
     stream_ = stream;
     if (async_) {
+      keep_pool_memory(device);
       FA_CUDA_TRY(cudaMallocAsync(&ptr_, bytes, stream));
     } else {
       FA_CUDA_TRY(cudaMalloc(&ptr_, bytes));
@@ -215,7 +243,8 @@ bool use_sm90(const FwdParams& p) {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  return !disabled && sm90::can_implement(p).ok();
+  // The Hopper forward has no per-sequence lengths or block tables (yet).
+  return !disabled && !p.per_sequence() && sm90::can_implement(p).ok();
 }
 #endif
 
@@ -254,6 +283,10 @@ Status forward(const FwdParams& p) noexcept {
     Status s = check_params(p, k);
     if (!s.ok()) return s;
     s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q);
+    if (s.ok() && p.k_new != nullptr) {
+      s = check_alignment("k_new", p.k_new, p.knew_str, p.batch, p.seqlens_k_add, p.heads_kv);
+      if (s.ok()) s = check_alignment("v_new", p.v_new, p.vnew_str, p.batch, p.seqlens_k_add, p.heads_kv);
+    }
     if (!s.ok()) return s;
     DeviceGuard guard;
     s = guard.enter(p.device_index);
@@ -263,7 +296,13 @@ Status forward(const FwdParams& p) noexcept {
 #endif
     s = check_device(p.device_index, k.fwd_smem, "the forward");
     if (!s.ok()) return s;
-    return k.fwd(p);
+    // Split-KV partial results (sm80/fwd_plan.hpp); none for most shapes.
+    Workspace ws;
+    s = ws.alloc(forward_workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
+    if (!s.ok()) return s;
+    s = k.fwd(p, ws.get());
+    const Status r = ws.release();
+    return s.ok() ? r : s;
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "CUDA backend: unexpected exception in forward");
   }
@@ -271,6 +310,8 @@ Status forward(const FwdParams& p) noexcept {
 
 Status backward(const BwdParams& p) noexcept {
   try {
+    if (p.varlen())
+      return unsupported("the varlen backward (cu_seqlens) is not implemented on CUDA yet; the CPU backend has it");
     Kernels k;
     Status s = check_params(p, k);
     if (!s.ok()) return s;
@@ -309,7 +350,17 @@ Status backward(const BwdParams& p) noexcept {
   }
 }
 
-size_t forward_workspace_bytes(const FwdParams&) noexcept { return 0; }
+size_t forward_workspace_bytes(const FwdParams& p) noexcept {
+#ifdef FLASHATTN_WITH_SM90
+  if (use_sm90(p)) return 0;
+#endif
+  if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0) return 0;
+  const int tile = sm80::tile_head_dim(p.head_dim);
+  if (tile == 0) return 0;
+  // Every head dim's forward uses the same tile rows and key-tile width.
+  return sm80::fwd_plan(p, sm80::sm_count(p.device_index), sm80::FwdCfg<128>::BM, sm80::FwdCfg<128>::BN)
+      .workspace_bytes;
+}
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {
 #ifdef FLASHATTN_WITH_SM90_BWD

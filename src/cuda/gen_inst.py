@@ -10,7 +10,7 @@ import os
 HDIMS = [64, 96, 128, 192, 256]
 DTYPES = {"fp16": "kF16", "bf16": "kBF16"}
 PASSES = {
-    "fwd": ("sm80/launch_fwd.cuh", "template Status run_fwd<{elem}, {d}>(const FwdParams&);"),
+    "fwd": ("sm80/launch_fwd.cuh", "template Status run_fwd<{elem}, {d}>(const FwdParams&, void*);"),
     "bwd": ("sm80/launch_bwd.cuh", "template Status run_bwd<{elem}, {d}>(const BwdParams&, void*);"),
 }
 

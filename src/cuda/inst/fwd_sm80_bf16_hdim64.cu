@@ -2,5 +2,5 @@
 #include "sm80/launch_fwd.cuh"
 
 namespace flashattn::detail::cuda::sm80 {
-template Status run_fwd<kBF16, 64>(const FwdParams&);
+template Status run_fwd<kBF16, 64>(const FwdParams&, void*);
 }  // namespace flashattn::detail::cuda::sm80

@@ -9,6 +9,16 @@
 // Causal / window: key tiles no row of the block sees are never visited, and
 // the per-element mask runs only on tiles the mask cuts (tile_full false),
 // which includes the seqlen_k tail tile.
+//
+// Per-sequence batches (fwd_args.hpp): blockIdx.z = batch * nsplit + split.
+// Each block reads its sequence's lengths and row offsets (varlen
+// cu_seqlens, KV-cache lengths) and exits when its query tile is past the
+// sequence's end; paged K/V rows go through the block table inside the
+// cp.async loads; with packed GQA (pack = group) blockIdx.y is the KV head
+// and tile row r is query r / pack of head hk * pack + r % pack, so the heads
+// of a group share every K/V tile; with nsplit > 1 each block covers a slice
+// of the key tiles and writes its normalised partial O and LSE (fp32) for
+// combine_kernel.cuh instead of the output.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +27,8 @@
 #include "common/ptx.cuh"
 #include "common/smem_tile.cuh"
 #include "common/warp_mma.cuh"
+#include "sm80/fwd_args.hpp"
+#include "sm80/fwd_tiles.cuh"
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
 #include "sm80/softmax.cuh"
@@ -26,8 +38,8 @@ namespace flashattn::detail::cuda::sm80 {
 // Scores of one tile in C-fragment layout for rows r_base + 16mt + g (+8):
 // softcap, then -inf where the mask hides the key (columns c0 + 8nt + 2t + e).
 template <int MT, int NT>
-__device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnArgs& a, int r_base, int c0,
-                                              bool full, int lane) {
+__device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnArgs& a, const WindowMask& mask,
+                                              int pack, int r_base, int c0, bool full, int lane) {
   if (a.softcap > 0.f) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -42,7 +54,7 @@ __device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnA
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const KeyRange kr = a.mask.keys(r_base + mt * 16 + g + 8 * h);
+      const KeyRange kr = mask.keys((r_base + mt * 16 + g + 8 * h) / pack);
       const int lo = static_cast<int>(kr.begin - c0), hi = static_cast<int>(kr.end - c0);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -55,9 +67,10 @@ __device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnA
   }
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(FwdCfg<D>::NW * 32) fwd_kernel(const FwdArgs a) {
-  using Cfg = FwdCfg<D>;
+// Cfg: FwdCfg<D> (128-row tiles), or FwdDecodeCfg<D> (16-row tiles, one
+// warp) when a (sequence, KV head) has at most 16 query rows (decode).
+template <class T, int D, class Cfg = FwdCfg<D>>
+__global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32;
   constexpr int MT = BM / (16 * NW);  // m-tiles per warp
   constexpr int NT = BN / 8;          // score n-tiles
@@ -73,32 +86,80 @@ __global__ void __launch_bounds__(FwdCfg<D>::NW * 32) fwd_kernel(const FwdArgs a
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Heaviest (causal: last) query blocks first.
-  const int m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  const int hk = h / a.group;
+  const int m_block = gridDim.x - 1 - blockIdx.x, hy = blockIdx.y;
+  const int b = blockIdx.z / a.nsplit, split = blockIdx.z % a.nsplit;
+  const int pack = a.pack;
+  // hy is the query head, or the KV head when the group is packed into rows.
+  const int hk = pack > 1 ? hy : hy / a.group;
+
+  // This sequence's lengths and first rows.
+  int len_q = a.seqlen_q, len_k = a.seqlen_k;
+  int64_t q_off = 0, k_off = 0;
+  if (a.cu_q != nullptr) {
+    q_off = a.cu_q[b];
+    len_q = a.cu_q[b + 1] - a.cu_q[b];
+    k_off = a.cu_k[b];
+    len_k = a.cu_k[b + 1] - a.cu_k[b];
+  }
+  if (a.seqlens_k != nullptr) len_k = a.seqlens_k[b] + a.seqlens_k_add;
+  WindowMask mask = a.mask;
+  mask.offset = len_k - len_q;
+  mask.seqlen_k = len_k;
+
   const int r0 = m_block * BM;
-  const int rows = min(BM, a.seqlen_q - r0);
+  const int rows_total = len_q * pack;
+  if (r0 >= rows_total) return;
+  const int rows = min(BM, rows_total - r0);
 
   const T* qbase = static_cast<const T*>(a.q.ptr);
   const T* kbase = static_cast<const T*>(a.k.ptr);
   const T* vbase = static_cast<const T*>(a.v.ptr);
-  const T* gQ = qbase + b * a.q.sb + static_cast<int64_t>(r0) * a.q.ss + h * a.q.sh;
-  const T* gK = kbase + b * a.k.sb + hk * a.k.sh;
-  const T* gV = vbase + b * a.v.sb + hk * a.v.sh;
+  // Row r of the tile: query row qrow(r) of head qhead(r).
+  auto qrow = [&](int r) { return (r0 + r) / pack; };
+  auto qhead = [&](int r) { return pack > 1 ? hk * pack + (r0 + r) % pack : hy; };
+  const T* gQ = qbase + b * a.q.sb + (q_off + r0) * a.q.ss + static_cast<int64_t>(hy) * a.q.sh;
+  const T* gK = kbase + b * a.k.sb + k_off * a.k.ss + hk * a.k.sh;
+  const T* gV = vbase + b * a.v.sb + k_off * a.v.ss + hk * a.v.sh;
+  const int32_t* table = a.block_table != nullptr ? a.block_table + b * a.bt_stride : nullptr;
+  // Paged: key row c lives in page table[c / page_size] (k.sb is the page stride).
+  auto load_kv = [&](T* s, const T* base, const T* g, const Tensor4& t, int c0) {
+    if (table != nullptr) {
+      const T* head = base + hk * t.sh;
+      load_rows_async<LK, NTHREADS>(
+          s,
+          [&](int r) {
+            const int c = c0 + r;
+            return head + table[c / a.page_size] * t.sb + static_cast<int64_t>(c % a.page_size) * t.ss;
+          },
+          len_k - c0, a.d, base, tid);
+    } else {
+      load_tile_async<LK, NTHREADS>(s, g + static_cast<int64_t>(c0) * t.ss, t.ss, len_k - c0, a.d, base, tid);
+    }
+  };
 
-  const KeyRange kr = a.mask.keys(r0, r0 + rows);
+  const int q_lo = qrow(0), q_hi = qrow(rows - 1) + 1;  // queries of this tile
+  const KeyRange kr = mask.keys(q_lo, q_hi);
   int n_begin = 0, n_end = 0;
   if (!kr.empty()) {
     n_begin = static_cast<int>(kr.begin / BN);
     n_end = static_cast<int>((kr.end + BN - 1) / BN);
   }
-
-  load_tile_async<LQ, NTHREADS>(sQ, gQ, a.q.ss, rows, a.d, qbase, tid);
-  cp_async_commit();
-  if (n_begin < n_end) {
-    const int c0 = n_begin * BN;
-    load_tile_async<LK, NTHREADS>(sK, gK + static_cast<int64_t>(c0) * a.k.ss, a.k.ss, a.seqlen_k - c0, a.d, kbase,
-                                  tid);
+  if (a.nsplit > 1) {  // this block's slice of the key tiles
+    const int n = n_end - n_begin;
+    const int s0 = n_begin + static_cast<int>(static_cast<int64_t>(n) * split / a.nsplit);
+    n_end = n_begin + static_cast<int>(static_cast<int64_t>(n) * (split + 1) / a.nsplit);
+    n_begin = s0;
   }
+
+  if (pack > 1) {
+    load_rows_async<LQ, NTHREADS>(
+        sQ, [&](int r) { return qbase + b * a.q.sb + (q_off + qrow(r)) * a.q.ss + qhead(r) * a.q.sh; }, rows,
+        a.d, qbase, tid);
+  } else {
+    load_tile_async<LQ, NTHREADS>(sQ, gQ, a.q.ss, rows, a.d, qbase, tid);
+  }
+  cp_async_commit();
+  if (n_begin < n_end) load_kv(sK, kbase, gK, a.k, n_begin * BN);
   cp_async_commit();
 
   float o[MT][DT][4];
@@ -124,21 +185,16 @@ __global__ void __launch_bounds__(FwdCfg<D>::NW * 32) fwd_kernel(const FwdArgs a
 
     cp_async_wait<0>();  // K_n (and Q) landed
     __syncthreads();     // ... for every thread; every warp is done with V_{n-1}
-    load_tile_async<LK, NTHREADS>(sV, gV + static_cast<int64_t>(c0) * a.v.ss, a.v.ss, a.seqlen_k - c0, a.d, vbase,
-                                  tid);
+    load_kv(sV, vbase, gV, a.v, c0);
     cp_async_commit();
 
     gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(s, sQ, wrow, sK, 0, lane);
-    const bool full = a.mask.tile_full(r0, r0 + rows, c0, c0 + BN);
-    fwd_score_mod(s, a, r0 + wrow, c0, full, lane);
+    const bool full = mask.tile_full(q_lo, q_hi, c0, c0 + BN);
+    fwd_score_mod(s, a, mask, pack, r0 + wrow, c0, full, lane);
 
     cp_async_wait<0>();  // V_n landed
     __syncthreads();     // ... and every warp is done with K_n
-    if (n + 1 < n_end) {
-      const int c1 = c0 + BN;
-      load_tile_async<LK, NTHREADS>(sK, gK + static_cast<int64_t>(c1) * a.k.ss, a.k.ss, a.seqlen_k - c1, a.d,
-                                    kbase, tid);
-    }
+    if (n + 1 < n_end) load_kv(sK, kbase, gK, a.k, c0 + BN);
     cp_async_commit();
 
     sm.step(s, o, a.mult);
@@ -153,23 +209,46 @@ __global__ void __launch_bounds__(FwdCfg<D>::NW * 32) fwd_kernel(const FwdArgs a
   float lse[MT][2];
   sm.finish(o, a.mult, lse);
   const int g = lane >> 2, t = lane & 3;
-  if (a.lse != nullptr && t == 0) {
-    float* lrow = a.lse + (static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q;
+  if (a.nsplit > 1) {
+    // Partial result of this key slice, fp32, for the combine kernel.
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const int r = r0 + wrow + mt * 16 + g + 8 * hh;
-        if (r < a.seqlen_q) lrow[r] = lse[mt][hh];
+        const int r = wrow + mt * 16 + g + 8 * hh;
+        if (r >= rows) continue;
+        const int64_t row = ((static_cast<int64_t>(split) * a.batch + b) * a.heads_q + qhead(r)) * a.max_q + qrow(r);
+        if (t == 0) a.lse_accum[row] = lse[mt][hh];
+        float* orow = a.o_accum + row * a.d;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
+          const int col = dt * 8 + 2 * t;
+          if (col < a.d) *reinterpret_cast<float2*>(orow + col) = make_float2(o[mt][dt][2 * hh], o[mt][dt][2 * hh + 1]);
+        }
+      }
+    return;
+  }
+  if (a.lse != nullptr && t == 0) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int r = wrow + mt * 16 + g + 8 * hh;
+        if (r < rows) a.lse[b * a.lse_sb + qhead(r) * a.lse_sh + q_off + qrow(r)] = lse[mt][hh];
       }
   }
   // Stage O through the Q tile (each warp overwrites only its own rows, which
   // only it has read), then write 16-byte rows.
   store_c<LQ, T>(sQ, o, wrow, 0, lane);
   __syncthreads();
-  T* gO = static_cast<T*>(const_cast<void*>(a.o.ptr)) + b * a.o.sb + static_cast<int64_t>(r0) * a.o.ss +
-          h * a.o.sh;
-  store_tile<LQ, NTHREADS>(gO, a.o.ss, sQ, rows, a.d, tid);
+  T* obase = static_cast<T*>(const_cast<void*>(a.o.ptr));
+  if (pack > 1) {
+    store_rows<LQ, NTHREADS>([&](int r) { return obase + b * a.o.sb + (q_off + qrow(r)) * a.o.ss + qhead(r) * a.o.sh; },
+                             sQ, rows, a.d, tid);
+  } else {
+    T* gO = obase + b * a.o.sb + (q_off + r0) * a.o.ss + static_cast<int64_t>(hy) * a.o.sh;
+    store_tile<LQ, NTHREADS>(gO, a.o.ss, sQ, rows, a.d, tid);
+  }
 }
 
 }  // namespace flashattn::detail::cuda::sm80

@@ -26,8 +26,10 @@ inline BwdWorkspace bwd_workspace(const BwdParams& p, int dtile) {
 }
 
 // E: Elem (kF16 / kBF16); D: tile head dim (64, 96, 128, 192, 256).
+// workspace: fwd_plan(p, ...).workspace_bytes of device memory (split-KV
+// partial results), or nullptr when that is 0.
 template <int E, int D>
-Status run_fwd(const FwdParams& p);
+Status run_fwd(const FwdParams& p, void* workspace);
 template <int E, int D>
 Status run_bwd(const BwdParams& p, void* workspace);
 

@@ -1,0 +1,79 @@
+"""CPU KV-cache decode (issue 3, item 3): flashattn.flash_attn_with_kvcache on
+CPU tensors (split-KV over the threads, GQA heads packed so a group shares one
+K/V pass) against a streaming-read loop over the same number of bytes, and
+torch CPU SDPA, in one run with the same thread count.
+
+Shapes: batch 1, one query token, 32 query heads / 4 KV heads (GQA 8:1),
+head dim 128, context 1k ... 64k, fp32 and bf16. Bandwidth = K/V bytes /
+time. The read loop is torch.sum over a fresh 1 GiB fp32 tensor (larger than
+any cache), its bytes / time. The 2-core machine is shared with compiles: each
+point is the median of 15 timed calls after 3 warm-up calls, and the spread
+(min .. max) is printed beside it.
+
+  FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/cpu/bench_decode.py [out.csv]
+"""
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import flashattn
+
+HQ, HKV, D = 32, 4, 128
+
+
+def times_s(f, warmup=3, repeat=15):
+    for _ in range(warmup):
+        f()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t0)
+    return ts
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else None
+    nt = torch.get_num_threads()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    big = torch.ones(1 << 28, dtype=torch.float32)  # 1 GiB
+    rt = times_s(lambda: big.sum())
+    read_gbps = big.numel() * 4 / statistics.median(rt) / 1e9
+    lines = [f"# cpu decode, threads={nt}, date={datetime.datetime.now(datetime.timezone.utc).isoformat()} commit={commit} "
+             f"torch={torch.__version__}",
+             f"# streaming read (torch.sum, 1 GiB fp32): median {read_gbps:.2f} GB/s "
+             f"(spread {big.numel() * 4 / max(rt) / 1e9:.2f} .. {big.numel() * 4 / min(rt) / 1e9:.2f})",
+             "impl,dtype,context,ms_median,ms_min,ms_max,kv_mbytes,gbps,frac_read"]
+    print("\n".join(lines), flush=True)
+    del big
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.bfloat16):
+        for ctx in (1024, 4096, 16384, 65536):
+            kc = torch.randn(1, ctx, HKV, D, generator=g).to(dtype)
+            vc = torch.randn(1, ctx, HKV, D, generator=g).to(dtype)
+            q = torch.randn(1, 1, HQ, D, generator=g).to(dtype)
+            kv_bytes = 2 * kc.numel() * kc.element_size()
+            qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
+            impls = (("flashattn", lambda: flashattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=ctx)),
+                     ("torch_sdpa", lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)))
+            for name, f in impls:
+                ts = times_s(f)
+                med = statistics.median(ts)
+                gbps = kv_bytes / med / 1e9
+                line = (f"{name},{str(dtype).split('.')[-1]},{ctx},{med * 1e3:.3f},{min(ts) * 1e3:.3f},"
+                        f"{max(ts) * 1e3:.3f},{kv_bytes / 1e6:.1f},{gbps:.2f},{gbps / read_gbps:.2f}")
+                print(line, flush=True)
+                lines.append(line)
+    if out:
+        with open(out, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+// How the sm80 forward covers a problem (host-only, shared by the launcher
+// and dispatch's workspace sizing): packed GQA or not, the split-KV count,
+// and the fp32 workspace the split pieces need.
+//
+// Split heuristic (flash-decoding): blocks = query tiles x heads x batch.
+// When they already fill most SMs a split only adds the combine pass; below
+// that, split the key range so that about two (128-row) or four (one-warp
+// decode) blocks per SM are in flight,
+// keeping each piece >= 2 key tiles (128 keys) so the fixed cost of loading Q
+// and writing a partial row stays small beside it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/params.hpp"
+#include "sm80/kernel_traits.hpp"
+
+namespace flashattn::detail::cuda::sm80 {
+
+// Decode tiles: 16 query rows, one warp. With 128-row tiles a decode step
+// (one token, a GQA group of 8 heads packed: 8 rows) would run 16x the
+// tensor-core work it needs and become compute-bound (measured on the H200:
+// batch 64, context 128k at 56 % of the copy bandwidth); a 16-row, one-warp
+// block keeps the MMA work small and the many small blocks keep enough
+// K/V loads in flight.
+template <int D>
+struct FwdDecodeCfg {
+  static constexpr int BM = 16, BN = 64, NW = 1;
+  static constexpr size_t smem() { return tile_bytes(BM, D) + 2 * tile_bytes(BN, D); }
+};
+
+struct FwdPlan {
+  bool decode = false;  // FwdDecodeCfg tiles
+  int pack = 1, nsplit = 1;
+  int64_t m_blocks = 0, heads_y = 0;
+  size_t o_accum_bytes = 0, workspace_bytes = 0;
+};
+
+inline int sm_count(int device) {
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 1;
+  }
+  return n > 0 ? n : 1;
+}
+
+inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
+  FwdPlan f;
+  const int64_t g = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;
+  // Decode shapes: all query rows of a KV head fit one tile, so the group's
+  // heads share each K/V tile instead of loading it g times.
+  f.pack = (g > 1 && p.seqlen_q * g <= bm) ? static_cast<int>(g) : 1;
+  f.decode = p.seqlen_q * g <= FwdDecodeCfg<64>::BM;
+  if (f.decode) bm = FwdDecodeCfg<64>::BM;
+  f.m_blocks = (p.seqlen_q * f.pack + bm - 1) / bm;
+  f.heads_y = f.pack > 1 ? p.heads_kv : p.heads_q;
+  const int64_t blocks = f.m_blocks * f.heads_y * p.batch;
+  const int64_t tiles = (p.seqlen_k + bn - 1) / bn;
+  int64_t ns = 1;
+  if (p.num_splits > 0) {
+    ns = p.num_splits;
+  } else if (blocks > 0 && blocks < num_sms * (f.decode ? 4 : 1) * 4 / 5) {
+    // One-warp decode blocks: aim at ~4 per SM (several K/V tiles in flight
+    // per SM); 128-row blocks: ~2 per SM.
+    const int64_t want = int64_t(num_sms) * (f.decode ? 4 : 2);
+    ns = (want + blocks - 1) / blocks;
+    ns = std::min(ns, (tiles + 1) / 2);
+  }
+  ns = std::min<int64_t>({ns, std::max<int64_t>(tiles, 1), 128, 65535 / std::max<int64_t>(p.batch, 1)});
+  f.nsplit = static_cast<int>(std::max<int64_t>(ns, 1));
+  if (f.nsplit > 1) {
+    const size_t rows = size_t(f.nsplit) * p.batch * p.heads_q * p.seqlen_q;
+    f.o_accum_bytes = (rows * p.head_dim * sizeof(float) + 255) / 256 * 256;
+    f.workspace_bytes = f.o_accum_bytes + rows * sizeof(float);
+  }
+  return f;
+}
+
+}  // namespace flashattn::detail::cuda::sm80
