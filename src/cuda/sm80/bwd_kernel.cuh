@@ -18,7 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "common/mma_sm80.cuh"
 #include "common/ptx.cuh"
@@ -119,13 +118,11 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
   }
 }
 
-template <class T, int D, bool DET, bool BIG_SMEM = false, bool NOSPLIT = false>
+template <class T, int D, bool DET, bool BIG_SMEM = false>
 __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const BwdArgs a) {
   using Cfg = BwdCfg<D, BIG_SMEM>;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32, QBUF = Cfg::QBUF;
   constexpr int S_MT = BN / (16 * Cfg::SDP_K), S_NT = BM / (8 * Cfg::SDP_Q);
-  constexpr int S_SPLIT = NOSPLIT ? 1 : Cfg::S_SPLIT;
-  static_assert(S_MT % S_SPLIT == 0, "S/dP chunks");
   constexpr int KV_MT = BN / (16 * Cfg::KV_K), KV_NT = D / (8 * Cfg::KV_D);
   constexpr int DQ_MT = BM / (16 * Cfg::DQ_Q), DQ_NT = D / (8 * Cfg::DQ_D);
   static_assert(S_MT * 16 * Cfg::SDP_K == BN && S_NT * 8 * Cfg::SDP_Q == BM, "SdP tiling");
@@ -244,77 +241,32 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
     const bool full = a.mask.tile_full(m0, min(m0 + BM, Sq), c0, c0 + BN);
     const float* cLSE = sLSE + buf * BM;
     const float* cDD = sDD + buf * BM;
-    // S^T, dP^T -> P^T, dS^T in S_SPLIT chunks of keys, each stored to shared
-    // memory before the next is computed: half the accumulators live at a
-    // time (the full tile next to dK and dV spilled), and within one
-    // straight-line version the exp2 of one chunk can overlap the mma.sync
-    // of the next. Versioned once per step on softcap and masking.
-    auto sdp = [&](auto softcap_c, auto full_c) {
-      constexpr bool SC = decltype(softcap_c)::value, FULL = decltype(full_c)::value;
+    float s[S_MT][S_NT][4], dp[S_MT][S_NT][4];
 #pragma unroll
-      for (int h = 0; h < S_SPLIT; ++h) {
-        constexpr int MH = S_MT / S_SPLIT;
-        const int k0 = sk0 + h * MH * 16;
-        float s[MH][S_NT][4], dp[MH][S_NT][4];
+    for (int mt = 0; mt < S_MT; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < MH; ++mt)
+      for (int nt = 0; nt < S_NT; ++nt)
 #pragma unroll
-          for (int nt = 0; nt < S_NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[mt][nt][e] = dp[mt][nt][e] = 0.f;
-        if constexpr (Cfg::PAIR_SDP) {
-          gemm_ss_pair<MH, S_NT, D / 16, LK, LQ>(s, sK, cQ, dp, sV, cdO, k0, sq0, lane);
-        } else {
-          gemm_ss<MH, S_NT, D / 16, false, false, LK, LQ>(s, sK, k0, cQ, sq0, lane);
-          gemm_ss<MH, S_NT, D / 16, false, false, LK, LQ>(dp, sV, k0, cdO, sq0, lane);
-        }
-        bwd_p_ds<SC, FULL>(s, dp, cLSE, cDD, a, m0, c0, k0, sq0, g, t);
-        store_c<LP, T>(sP, s, k0, sq0, lane);
-        store_c<LP, T>(sdS, dp, k0, sq0, lane);
-      }
-    };
-    using True = std::true_type;
-    using False = std::false_type;
-    if constexpr (S_SPLIT > 1) {
-      if (a.softcap > 0.f) {
-        if (full)
-          sdp(True{}, True{});
-        else
-          sdp(True{}, False{});
-      } else {
-        if (full)
-          sdp(False{}, True{});
-        else
-          sdp(False{}, False{});
-      }
-    } else {  // one chunk: the product shared by the four versions
-      float s[S_MT][S_NT][4], dp[S_MT][S_NT][4];
-#pragma unroll
-      for (int mt = 0; mt < S_MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < S_NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][nt][e] = dp[mt][nt][e] = 0.f;
-      if constexpr (Cfg::PAIR_SDP) {
-        gemm_ss_pair<S_MT, S_NT, D / 16, LK, LQ>(s, sK, cQ, dp, sV, cdO, sk0, sq0, lane);
-      } else {
-        gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(s, sK, sk0, cQ, sq0, lane);
-        gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(dp, sV, sk0, cdO, sq0, lane);
-      }
-      if (a.softcap > 0.f) {
-        if (full)
-          bwd_p_ds<true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
-        else
-          bwd_p_ds<true, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
-      } else {
-        if (full)
-          bwd_p_ds<false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
-        else
-          bwd_p_ds<false, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
-      }
-      store_c<LP, T>(sP, s, sk0, sq0, lane);
-      store_c<LP, T>(sdS, dp, sk0, sq0, lane);
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = dp[mt][nt][e] = 0.f;
+    if constexpr (Cfg::PAIR_SDP) {
+      gemm_ss_pair<S_MT, S_NT, D / 16, LK, LQ>(s, sK, cQ, dp, sV, cdO, sk0, sq0, lane);
+    } else {
+      gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(s, sK, sk0, cQ, sq0, lane);
+      gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(dp, sV, sk0, cdO, sq0, lane);
     }
+    if (a.softcap > 0.f) {
+      if (full)
+        bwd_p_ds<true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+      else
+        bwd_p_ds<true, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+    } else {
+      if (full)
+        bwd_p_ds<false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+      else
+        bwd_p_ds<false, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+    }
+    store_c<LP, T>(sP, s, sk0, sq0, lane);
+    store_c<LP, T>(sdS, dp, sk0, sq0, lane);
     __syncthreads();
 
     // dQ first: its reductions then drain to L2 while the dV and dK products

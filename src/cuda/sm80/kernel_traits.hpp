@@ -44,9 +44,6 @@ struct BwdCfg {
   // S^T and dP^T in one k-loop (twice the fragments in flight): without
   // spills only where the S/dP accumulators are small (64-row tiles).
   static constexpr bool PAIR_SDP = BM == 64;
-  // S^T/dP^T computed in this many chunks of keys (see bwd_kernel): where
-  // their accumulators are 32+32 registers or more.
-  static constexpr int S_SPLIT = D <= 128 ? 2 : 1;
   static constexpr int KV_K = D <= 128 ? 4 : 2, KV_D = NW / KV_K;
   // dQ: for 64-row tiles 2 x 4 warps (32 queries x D/4 each) read fewer B
   // fragments than 4 x 2; for 128-row tiles 4 x 2 reads fewer A fragments.

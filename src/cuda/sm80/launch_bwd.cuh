@@ -7,7 +7,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "cuda_check.hpp"
@@ -25,7 +24,7 @@ Status set_smem(K* kernel, size_t bytes) {
   return Status::Ok();
 }
 
-template <class T, int D, bool BIG_SMEM, bool NOSPLIT = false>
+template <class T, int D, bool BIG_SMEM>
 Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t stream) {
   using Cfg = BwdCfg<D, BIG_SMEM>;
   const long long blocks = bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch);
@@ -34,8 +33,7 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t str
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
                                                      " key tiles exceed the 2^31 - 1 blocks of one launch");
   const dim3 grid(static_cast<unsigned>(blocks));
-  auto* kernel =
-      p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM, NOSPLIT> : &bwd_kernel<T, D, false, BIG_SMEM, NOSPLIT>;
+  auto* kernel = p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM> : &bwd_kernel<T, D, false, BIG_SMEM>;
   Status s = set_smem(kernel, Cfg::smem());
   if (!s.ok()) return s;
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
@@ -72,9 +70,6 @@ Status run_bwd(const BwdParams& p, void* workspace) {
       FA_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
       const bool big = static_cast<size_t>(optin) >= BwdCfg<D, true>::smem();
       s = big ? launch_bwd_main<T, D, true>(p, args, stream) : launch_bwd_main<T, D, false>(p, args, stream);
-    } else if constexpr (BwdCfg<D>::S_SPLIT > 1) {  // EXPERIMENT (removed after the A/B): unsplit S/dP
-      static const bool nosplit = std::getenv("FA_BWD_NOSPLIT") != nullptr;
-      s = nosplit ? launch_bwd_main<T, D, false, true>(p, args, stream) : launch_bwd_main<T, D, false>(p, args, stream);
     } else {
       s = launch_bwd_main<T, D, false>(p, args, stream);
     }
