@@ -70,6 +70,25 @@ struct TensorView {
   FLASHATTN_EXPORT int64_t numel() const noexcept;
 };
 
+// ALiBi and dropout (CPU backend only for now: the CUDA backend answers
+// Unsupported; neither is accepted with varlen or KV-cache arguments yet).
+//
+// ALiBi, as flash-attn defines it: with slope = alibi_slopes[h] (or [b, h])
+// the score of query i and key j becomes
+//   s = softcap(scale * q_i.k_j) - slope * |i + Sk - Sq - j|
+// i.e. the bias is added after the scale and after the softcap (flash-attn
+// adds slope/scale to the raw score after its tanh, then scales). flash-attn's
+// causal kernels add slope * j instead, which differs by a per-row constant:
+// the same O, an LSE larger by slope * (i + Sk - Sq) there; ours is the
+// |.| form in every case.
+//
+// Dropout on P: P~ = P o Z / (1 - dropout_p), O = P~ V, with Z the keep mask
+// of a counter-based Philox4x32-10 generator keyed by (dropout_seed,
+// dropout_offset) and indexed by (batch, head, query row, key) (the formula:
+// src/common/philox.hpp), so the backward regenerates the same Z and the mask
+// does not depend on tiling or thread count. LSE is of the undropped softmax
+// (as in flash-attn). Use a new offset (or seed) for every call that needs
+// fresh randomness.
 struct Options {
   float softmax_scale = 0.0f;  // 0 means 1/sqrt(head_dim)
   float softcap = 0.0f;        // 0 disables; else s = cap * tanh(s / cap)
@@ -78,6 +97,9 @@ struct Options {
   bool causal = false;
   bool deterministic = false;  // backward: fixed accumulation order
   void* stream = nullptr;      // cudaStream_t for CUDA tensors
+  TensorView alibi_slopes;     // optional fp32 [heads_q] or [batch, heads_q], on q's device
+  float dropout_p = 0.0f;      // in [0, 1); 0 = no dropout
+  uint64_t dropout_seed = 0, dropout_offset = 0;
 };
 
 // Optional variable-length batch description (see the top of this file);
@@ -94,6 +116,10 @@ struct ForwardArgs {
   TensorView lse;      // optional (data == nullptr): fp32 [B, Hq, Sq] contiguous
   Options options;
   Varlen varlen;       // optional: packed [total, heads, head_dim] tensors
+  // Optional testing aid with dropout: int32 [B, Hq, Sq, Sk] contiguous,
+  // receives Z (1 kept, 0 dropped; 0 also where the causal/window mask hides
+  // the key).
+  TensorView dropout_mask;
 };
 
 struct BackwardArgs {

@@ -37,6 +37,17 @@ struct AttnParams {
   int64_t window_left = -1, window_right = -1;
   bool causal = false;  // informational; the window already encodes it
 
+  // ALiBi (CPU only this session; the CUDA backend refuses it): score (i, j)
+  // gets -slope(b, h) * |i + seqlen_k - seqlen_q - j| added after scale and
+  // softcap; slope(b, h) = alibi_slopes[b * alibi_batch_stride + h]
+  // (stride 0 for [heads_q] slopes). nullptr = off.
+  const float* alibi_slopes = nullptr;
+  int64_t alibi_batch_stride = 0;
+  // Dropout on P (common/philox.hpp gives the mask); 0 = off.
+  float dropout_p = 0.0f;
+  uint64_t dropout_seed = 0, dropout_offset = 0;
+  bool has_variants() const { return alibi_slopes != nullptr || dropout_p > 0.0f; }
+
   // Per-sequence lengths (all null for padded batches; then every sequence
   // has seqlen_q queries and seqlen_k keys). Pointers are on p.device.
   //  varlen: sequence b owns rows [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q
@@ -75,6 +86,9 @@ struct FwdParams : AttnParams {
   const void* v_new = nullptr;
   Strides knew_str, vnew_str;
   int32_t num_splits = 0;  // split-KV pieces; 0 = heuristic
+  // Testing aid: the dropout keep mask, int32 [B, Hq, Sq, Sk] contiguous
+  // (1 kept, 0 dropped or outside the causal/window mask); nullptr = none.
+  int32_t* dropout_mask = nullptr;
 };
 
 struct BwdParams : AttnParams {

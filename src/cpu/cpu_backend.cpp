@@ -130,6 +130,12 @@ size_t backward_workspace_bytes(const BwdParams& p) noexcept {
 Status forward(const FwdParams& p) noexcept {
   try {
     if (p.k_new && p.seqlens_k_add > 0) append_kv(p);
+    // The kernels write the keep bits of visible entries only; the rest of
+    // the returned mask (outside the causal/window mask) reads 0.
+    if (p.dropout_mask) {
+      std::memset(p.dropout_mask, 0,
+                  sizeof(int32_t) * size_t(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k));
+    }
     const KernelTable& k = select();
     const int64_t tasks = k.forward_tasks(p);
     if (tasks == 0) return Status::Ok();

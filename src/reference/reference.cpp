@@ -28,6 +28,23 @@ bool visible(const Problem& pb, int64_t i, int64_t j) {
   return true;
 }
 
+// ALiBi bias of (b, h, i, j): minus the slope times the distance of key j
+// from query i's diagonal i + Sk - Sq.
+double alibi_bias(const Problem& pb, int64_t b, int64_t h, int64_t i, int64_t j) {
+  if (pb.alibi_slopes == nullptr) return 0.0;
+  const double slope = pb.alibi_slopes[(pb.alibi_per_batch ? b * pb.heads_q : 0) + h];
+  const int64_t dist = i + pb.seqlen_k - pb.seqlen_q - j;
+  return -slope * static_cast<double>(dist < 0 ? -dist : dist);
+}
+
+// Dropout multiplier Z / (1 - p) of (b, h, i, j); 1 without dropout.
+double dropout_factor(const Problem& pb, int64_t b, int64_t h, int64_t i, int64_t j) {
+  if (pb.dropout_mask == nullptr) return 1.0;
+  const int32_t z =
+      pb.dropout_mask[((b * pb.heads_q + h) * pb.seqlen_q + i) * pb.seqlen_k + j];
+  return z != 0 ? 1.0 / (1.0 - pb.dropout_p) : 0.0;
+}
+
 // Row-major offsets.
 struct Idx {
   const Problem& pb;
@@ -74,6 +91,7 @@ Slice compute_slice(const Problem& pb, const double* q, const double* k, int64_t
         sl.tanh_v[i * Sk + j] = t;
         x = cap * t;
       }
+      x += alibi_bias(pb, b, h, i, j);
       s[j] = x;
       if (visible(pb, i, j) && x > mx) mx = x;
     }
@@ -108,7 +126,7 @@ void forward(const Problem& pb, const double* q, const double* k, const double* 
         double* oi = out + ix.q(b, i, h);
         for (int64_t d = 0; d < D; ++d) oi[d] = 0.0;
         for (int64_t j = 0; j < Sk; ++j) {
-          const double pij = sl.p[i * Sk + j];
+          const double pij = sl.p[i * Sk + j] * dropout_factor(pb, b, h, i, j);
           if (pij == 0.0) continue;
           const double* vj = v + ix.kv(b, j, hk);
           for (int64_t d = 0; d < D; ++d) oi[d] += pij * vj[d];
@@ -145,13 +163,15 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
           const double* qi = q + ix.q(b, i, h);
           double* dqi = dq + ix.q(b, i, h);
           for (int64_t d = 0; d < D; ++d) dqi[d] = 0.0;
-          // dP = dO V^T and D_i = sum_j P_ij dP_ij.
+          // dP = dO V^T and D_i = sum_j P_ij dP_ij. With dropout O = P~ V,
+          // P~ = P o Z / (1 - p): dP~ = dO V^T and dP = dP~ o Z / (1 - p).
           double Di = 0.0;
           for (int64_t j = 0; j < Sk; ++j) {
             const double* vj = v + ix.kv(b, j, hk);
             double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
             for (int64_t d = 0; d < D; ++d) acc += doi[d] * vj[d];
+            acc *= dropout_factor(pb, b, h, i, j);
             dp[j] = acc;
             Di += sl.p[i * Sk + j] * acc;
           }
@@ -166,6 +186,7 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
               ds *= 1.0 - t * t;
             }
             ds *= scale;
+            const double pdrop = pij * dropout_factor(pb, b, h, i, j);  // P~ for dV
             const double* kj = k + ix.kv(b, j, hk);
             double* dkj = dk + ix.kv(b, j, hk);
             double* dvj = dv + ix.kv(b, j, hk);
@@ -174,7 +195,7 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
             for (int64_t d = 0; d < D; ++d) {
               dqi[d] += ds * kj[d];
               dkj[d] += ds * qi[d];
-              dvj[d] += pij * doi[d];
+              dvj[d] += pdrop * doi[d];
             }
           }
         }

@@ -19,6 +19,14 @@ struct Problem {
   int64_t window_left = -1;   // -1 = unbounded
   int64_t window_right = -1;  // -1 = unbounded
   double softcap = 0.0;       // 0 = off
+  // ALiBi: score (i, j) gets -slope * |i + Sk - Sq - j| added after scale and
+  // softcap; slopes [Hq] (or [B, Hq] when alibi_per_batch). nullptr = off.
+  const double* alibi_slopes = nullptr;
+  bool alibi_per_batch = false;
+  // Dropout with a GIVEN keep mask (the oracle does not generate one): int32
+  // [B, Hq, Sq, Sk], 1 = kept; O = (P o Z / (1 - p)) V, LSE undropped.
+  const int32_t* dropout_mask = nullptr;
+  double dropout_p = 0.0;
 };
 
 // out and lse are written for every row; a row that sees no key gets
