@@ -12,6 +12,15 @@ if "$build/tools/flashattn" info | grep -q "backends: cpu, cuda"; then label=();
 echo "== C++ tests (ctest ${label[*]:-all}) =="
 ctest --test-dir "$build" --output-on-failure "${label[@]}" -j "$(nproc)"
 
+# Sanitizers: a second build folder (build-asan: CPU only, clang when present,
+# -fsanitize=address,undefined, UB fatal) runs the CPU tests minus the two
+# shape sweeps (Small/, Large/: too slow under ASan on CI's 2 cores; the
+# Features/ sweep covers the same code paths), replays the fuzz corpus and
+# fuzzes the C ABI for 60 s. Details, ASAN_OPTIONS and why: scripts/sanitize.sh.
+if [ "${FLASHATTN_SANITIZE:-1}" != 0 ]; then
+  "$root/scripts/sanitize.sh"
+fi
+
 if [ -x "$root/python/setup_env.sh" ]; then
   echo "== Python tests =="
   "$root/python/run_tests.sh" "$build"

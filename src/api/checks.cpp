@@ -13,6 +13,11 @@ namespace flashattn::detail {
 namespace {
 
 constexpr int64_t kMaxHeadDim = 256;
+// Largest size, element count or element span (last offset + 1) of any
+// tensor: 2^48 elements is beyond any memory, and small enough that every
+// index, offset, tile count and workspace byte count derived from the sizes
+// fits in 64 bits without overflow (kernels use int64 offsets throughout).
+constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 std::string shape_str(const TensorView& t) {
   std::ostringstream s;
@@ -61,7 +66,35 @@ Status check_view(const char* name, const TensorView& t, int ndim) {
                      " in dimension " + std::to_string(i) + " (only non-negative strides)");
     }
   }
-  if (t.numel() > 0 && t.data == nullptr) {
+  // Sizes and the memory they span, with overflow checks, before anything
+  // multiplies them (numel, byte ranges, tile counts).
+  int64_t count = 1, last = 0;
+  for (int i = 0; i < ndim; ++i) {
+    if (t.shape[i] > kMaxElements) {
+      return invalid(std::string(name) + ": size " + std::to_string(t.shape[i]) +
+                     " in dimension " + std::to_string(i) + " exceeds the limit of 2^48");
+    }
+    if (__builtin_mul_overflow(count, t.shape[i], &count) || count > kMaxElements) {
+      return invalid(std::string(name) + ": shape " + shape_str(t) +
+                     " has more than 2^48 elements");
+    }
+  }
+  if (count > 0) {
+    for (int i = 0; i < ndim; ++i) {
+      int64_t step = 0;
+      if (__builtin_mul_overflow(t.shape[i] - 1, t.stride[i], &step) ||
+          __builtin_add_overflow(last, step, &last) || last >= kMaxElements) {
+        return invalid(std::string(name) + ": strides make the tensor span more than 2^48 "
+                       "elements (shape " + shape_str(t) + ")");
+      }
+    }
+    const uintptr_t bytes = uintptr_t(last + 1) * dtype_size(t.dtype);
+    if (reinterpret_cast<uintptr_t>(t.data) > UINTPTR_MAX - bytes) {
+      return invalid(std::string(name) + ": data pointer + extent (" + std::to_string(bytes) +
+                     " bytes) wraps around the address space");
+    }
+  }
+  if (count > 0 && t.data == nullptr) {
     return invalid(std::string(name) + ": data is a null pointer for a tensor of shape " +
                    shape_str(t));
   }
@@ -206,6 +239,12 @@ Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v
     return invalid("q/k: heads_q (" + std::to_string(Hq) + ") must be a multiple of heads_kv (" +
                    std::to_string(Hkv) + ") for GQA/MQA");
   }
+  // Positions inside a sequence are int32 in the kernels' masks (the CPU's
+  // per-column key bounds, the CUDA tile indices); offsets stay int64.
+  if (Sq > INT32_MAX || Sk > INT32_MAX) {
+    return invalid(std::string(Sq > INT32_MAX ? "q" : "k") + ": seqlen " +
+                   std::to_string(std::max(Sq, Sk)) + " exceeds the limit of 2^31 - 1");
+  }
   if (D % 8 != 0 || D < 8 || D > kMaxHeadDim) {
     return invalid("q: head_dim must be a multiple of 8 in [8, " + std::to_string(kMaxHeadDim) +
                    "], got " + std::to_string(D));
@@ -247,8 +286,10 @@ Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v
                                       : static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   p->softcap = opt.softcap;
   p->causal = opt.causal;
-  p->window_left = opt.window_left;
-  p->window_right = opt.causal ? 0 : opt.window_right;
+  // A window wider than any sequence (sizes are <= 2^48) is unbounded in
+  // effect; clamping keeps i + offset +- window from overflowing in the masks.
+  p->window_left = std::min(opt.window_left, kMaxElements);
+  p->window_right = opt.causal ? 0 : std::min(opt.window_right, kMaxElements);
   if (opt.causal && opt.window_right > 0) p->window_right = 0;
   return Status::Ok();
 }

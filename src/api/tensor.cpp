@@ -1,4 +1,6 @@
 // TensorView helpers and the small facts about dtypes.
+#include <cstdint>
+
 #include "flashattn/flashattn.hpp"
 
 namespace flashattn {
@@ -45,8 +47,12 @@ TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list
 }
 
 int64_t TensorView::numel() const noexcept {
+  // Saturates instead of overflowing (undefined behaviour) on absurd shapes;
+  // the argument checks refuse those with a message.
   int64_t n = 1;
-  for (int i = 0; i < ndim && i < 4; ++i) n *= shape[i];
+  for (int i = 0; i < ndim && i < 4; ++i) {
+    if (__builtin_mul_overflow(n, shape[i], &n)) return INT64_MAX;
+  }
   return n;
 }
 

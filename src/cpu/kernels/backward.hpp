@@ -110,15 +110,19 @@ inline float lse_for_bwd(float x) { return x == kNegInf ? kInf : x; }
 
 // P and dS for one vector of scores: acc holds scale*q.k (divided by cap when
 // capped, -inf when masked). Returns P; dp becomes dS.
+// P = exp(s - LSE) <= 1 exactly; the recomputed s can exceed the forward's
+// LSE by rounding, and with logits ~1e6 by enough that exp overflows and dS
+// turns into inf/NaN (found by the C ABI fuzzer): clamp the exponent at 0.
 inline vf p_and_ds(vf acc, vf lse, vf dsum, vf& dp, bool capped, float cap) {
+  const vf zero = vsplat(0.0f);
   if (capped) {
     vf t = vtanh(acc);
     vf sv = vsel(acc == vsplat(kNegInf), vsplat(kNegInf), vsplat(cap) * t);
-    vf pv = vexp(sv - lse);
+    vf pv = vexp(vmin(zero, sv - lse));  // (zero first: NaN passes)
     dp = pv * (dp - dsum) * (vsplat(1.0f) - t * t);
     return pv;
   }
-  vf pv = vexp(acc - lse);
+  vf pv = vexp(vmin(zero, acc - lse));
   dp = pv * (dp - dsum);
   return pv;
 }

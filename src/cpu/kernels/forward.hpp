@@ -59,6 +59,24 @@ inline FwdLayout fwd_layout(int64_t d) {
   return L;
 }
 
+// O = diag(alpha) O + P V for a partially masked tile whose V holds inf/NaN:
+// masked P entries are exactly 0, and 0 * inf/NaN in the gemm would put NaN
+// into rows that cannot see the key. Skipping P == 0 terms keeps a
+// non-finite V value to the rows that see it (README, Reliability). Rare path.
+inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* pt, const float* vb,
+                              float* o, const float* al) {
+  for (int64_t i = 0; i < nq; ++i) {
+    float* oi = o + i * dp;
+    for (int64_t k = 0; k < dp; ++k) oi[k] *= al[i];
+    for (int64_t j = 0; j < nk; ++j) {
+      const float pij = pt[j * FBR + i];
+      if (pij == 0.0f) continue;
+      const float* vj = vb + j * dp;
+      for (int64_t k = 0; k < dp; ++k) oi[k] += pij * vj[k];
+    }
+  }
+}
+
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
 // below c_end, for ncol query columns of (scale Q)^T already in qt; column i
 // sees keys [lo[i], hi[i]) (absolute). Leaves unnormalised O, m and l in the
@@ -84,13 +102,18 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
       for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
     }
+    // x - x is 0 for finite x and NaN for inf/NaN: one pass over the V tile
+    // (~1/(2 FBR) of the tile's flops) spots a non-finite value.
+    float vbad = 0.0f;
+    for (int64_t e = 0; e < nk * dp; ++e) vbad += vb[e] - vb[e];
+    const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
     // The next tile's K/V rows are prefetched a slice per column chunk of the
     // softmax below: spread out, the misses overlap the exp work instead of
     // filling the line-fill buffers in one burst.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
     gemm<false>(nk, ncol, d, kb, d, 1, qt, FBR, s, FBR);
-    if (!(c0 >= full_lo && c0 + nk <= full_hi)) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
+    if (partial) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
     for (int64_t c = 0; c < ncol; c += VW) {
@@ -121,7 +144,11 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       vstore(al + c, alpha);
     }
     // O = diag(alpha) O + P V, with P read as (P^T)^T.
-    gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, dp, o, dp, al);
+    if (partial && vbad != 0.0f) {
+      pv_skipping_zeros(nq, dp, nk, s, vb, o, al);
+    } else {
+      gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, dp, o, dp, al);
+    }
   }
 }
 
@@ -181,9 +208,9 @@ void store_column(const FwdParams& p, const FwdLayout& L, const float* ws, int64
   const float li = ws[L.l + c];
   store_row(ws + L.o + c * L.dpad, rows_of<T>(p.out, p.o_str, b, h).row(i), p.head_dim,
             li > 0.0f ? 1.0f / li : 0.0f);
-  if (p.lse) {
+  if (p.lse) {  // l == 0: no visible key (-inf); a NaN l (NaN input) stays NaN
     p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i] =
-        li > 0.0f ? ws[L.m + c] + std::log(li) : kNegInf;
+        li != 0.0f ? ws[L.m + c] + std::log(li) : kNegInf;
   }
 }
 
@@ -314,7 +341,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk,
   for (int64_t c = 0; c < nq; ++c) {
     const float li = ws[L.l + c], inv = li > 0.0f ? 1.0f / li : 0.0f;
     for (int64_t k = 0; k < dp; ++k) po[c * dp + k] = ws[L.o + c * dp + k] * inv;
-    plse[c] = li > 0.0f ? ws[L.m + c] + std::log(li) : kNegInf;
+    plse[c] = li != 0.0f ? ws[L.m + c] + std::log(li) : kNegInf;
   }
 }
 
@@ -342,7 +369,7 @@ void decode_merge(const FwdParams& sp, const FwdLayout& L, float* tmp, int64_t h
       }
     }
     store_row(tmp, rows_of<T>(sp.out, sp.o_str, 0, h).row(i), d, sum > 0.0f ? 1.0f / sum : 0.0f);
-    if (sp.lse) sp.lse[h * sp.lse_head_stride + i] = sum > 0.0f ? mx + std::log(sum) : kNegInf;
+    if (sp.lse) sp.lse[h * sp.lse_head_stride + i] = sum != 0.0f ? mx + std::log(sum) : kNegInf;
   }
 }
 

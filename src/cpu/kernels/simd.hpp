@@ -44,7 +44,10 @@ constexpr float kInf = __builtin_inff();
 // above 88 (callers never need larger values). exp(-inf) = 0.
 inline vf vexp(vf x) {
   const vf lo = vsplat(-87.3f), hi = vsplat(88.0f);
-  vf xc = vmin(vmax(x, lo), hi);
+  // Operand order matters for NaN: vmax(a, b) / vmin(a, b) return b when the
+  // comparison fails, so a NaN x stays NaN (exp(NaN) = NaN, IEEE) instead of
+  // being clamped to a finite value.
+  vf xc = vmin(hi, vmax(lo, x));
   // Round x*log2(e) to nearest with the 1.5*2^23 trick: the integer lands in
   // the low mantissa bits of t.
   const vf magic = vsplat(12582912.0f);

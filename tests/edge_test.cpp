@@ -1,0 +1,368 @@
+// Numerical edge cases, on the backend of this binary (CPU here, CUDA in the
+// gpu binary): logits of magnitude 1e4, inputs holding NaN / Inf, rows that
+// see no key, seqlen 1 and 65536, head dims at the limits.
+//
+// Non-finite inputs (the semantics, also in README "Reliability"):
+//  - Isolation: a NaN/Inf in q, k or v of batch b never reaches another batch
+//    or another head: every output there is bit-identical to a run without it
+//    (forward and backward).
+//  - Forward, inside one (batch, head): a NaN in q row i, or in a k row that
+//    row i sees, makes O row i and LSE_i NaN; rows that do not see that key
+//    (causal / window) are bit-identical to a clean run. A NaN/Inf in v row j,
+//    column d reaches O[i, d] only for rows i that see key j; every other
+//    element stays finite and equal to a clean run up to rounding (the
+//    kernel may sum that tile another way), and LSE is bit-identical.
+//  - The backward gives no within-(batch, head) guarantee (gradients of a NaN
+//    loss are NaN in practice), only the isolation above.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "support/check.hpp"
+#include "support/harness.hpp"
+
+namespace fa_test {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<DType> dtypes() { return {DType::F32, DType::F16, DType::BF16}; }
+
+// Forward on an instance; false (and a skip) where the CUDA backend does not
+// implement the case.
+bool run_forward(const Instance& in, bool* skipped) {
+  const flashattn::Status st = flashattn::forward(in.fwd_args());
+  *skipped = skip_if_unsupported(in.dev, st);
+  if (*skipped) return false;
+  EXPECT_TRUE(st.ok()) << st.message;
+  return st.ok();
+}
+
+// Index helpers for dense [B, S, H, D] and [B, H, S].
+struct Dims {
+  int64_t B, Sq, Sk, Hq, Hkv, D;
+  explicit Dims(const Case& c)
+      : B(c.batch), Sq(c.seqlen_q), Sk(c.seqlen_k), Hq(c.heads_q), Hkv(c.heads_kv), D(c.head_dim) {}
+  int64_t o(int64_t b, int64_t i, int64_t h, int64_t d) const { return ((b * Sq + i) * Hq + h) * D + d; }
+  int64_t kv(int64_t b, int64_t j, int64_t h, int64_t d) const { return ((b * Sk + j) * Hkv + h) * D + d; }
+  int64_t l(int64_t b, int64_t h, int64_t i) const { return (b * Hq + h) * Sq + i; }
+};
+
+Case nan_case(DType dt) {
+  Case c;
+  c.dtype = dt;
+  c.batch = 2;
+  c.seqlen_q = c.seqlen_k = 37;  // one KV tile: seen and unseen keys share it
+  c.heads_q = 4;
+  c.heads_kv = 2;
+  c.head_dim = 64;
+  c.causal = true;  // query i sees keys 0..i
+  return c;
+}
+
+bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+class EdgeNonFinite : public ::testing::TestWithParam<std::tuple<Device, DType, int>> {};
+
+// where: 0 = NaN in q, 1 = NaN in k, 2 = NaN in v, 3 = +Inf in v, 4 = -Inf in q.
+TEST_P(EdgeNonFinite, ForwardPropagatesOnlyToRowsThatSeeIt) {
+  const auto [dev, dt, where] = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  const Case c = nan_case(dt);
+  const Dims z(c);
+  Instance in = make_instance(dev, c, false);
+  bool skipped = false;
+  if (!run_forward(in, &skipped)) {
+    if (skipped) GTEST_SKIP() << "unsupported on this backend";
+    return;
+  }
+  const std::vector<double> out0 = in.out.read(), lse0 = in.lse.read();
+
+  const int64_t b = 1, row = 20, kvh = 1, col = 3;  // kv head 1 serves query heads 2, 3
+  std::vector<double> vals = where == 0 || where == 4 ? in.q : (where == 1 ? in.k : in.v);
+  const double bad = where == 3 ? INFINITY : (where == 4 ? -INFINITY : kNaN);
+  const int64_t at = where == 0 || where == 4 ? z.o(b, row, 2, col) : z.kv(b, row, kvh, col);
+  vals[size_t(at)] = bad;
+  const Tensor& t = where == 0 || where == 4 ? in.in.q : (where == 1 ? in.in.k : in.in.v);
+  t.write(vals);
+  ASSERT_TRUE(run_forward(in, &skipped));
+  const std::vector<double> out = in.out.read(), lse = in.lse.read();
+  double vmax = 0;
+  for (double x : in.v) vmax = std::max(vmax, std::fabs(x));
+  const double ulp = dt == DType::F32 ? std::ldexp(1.0, -23) : std::ldexp(1.0, dt == DType::F16 ? -10 : -7);
+  const double tol = 4 * ulp * vmax;
+
+  for (int64_t bb = 0; bb < z.B; ++bb)
+    for (int64_t h = 0; h < z.Hq; ++h)
+      for (int64_t i = 0; i < z.Sq; ++i) {
+        // Which rows the bad value reaches, and how.
+        bool row_nan = false, col_bad = false;
+        if (bb == b) {
+          if (where == 0 || where == 4) row_nan = h == 2 && i == row;
+          if (where == 1) row_nan = h / 2 == kvh && i >= row;
+          if (where == 2 || where == 3) col_bad = h / 2 == kvh && i >= row;
+        }
+        const std::string at_s = "b" + std::to_string(bb) + " h" + std::to_string(h) + " i" +
+                                 std::to_string(i);
+        const double l = lse[size_t(z.l(bb, h, i))];
+        if (row_nan) {
+          EXPECT_TRUE(std::isnan(l)) << "LSE should be NaN at " << at_s << ", got " << l;
+          for (int64_t d = 0; d < z.D; ++d)
+            ASSERT_TRUE(std::isnan(out[size_t(z.o(bb, i, h, d))])) << "O not NaN at " << at_s << " d" << d;
+          continue;
+        }
+        ASSERT_TRUE(same(l, lse0[size_t(z.l(bb, h, i))])) << "LSE changed at " << at_s;
+        for (int64_t d = 0; d < z.D; ++d) {
+          const double o = out[size_t(z.o(bb, i, h, d))];
+          if (col_bad && d == col) {
+            ASSERT_FALSE(std::isfinite(o)) << "O[" << at_s << ", " << d << "] should be non-finite";
+            if (where == 2) ASSERT_TRUE(std::isnan(o)) << at_s;
+          } else if (bb == b && h / 2 == kvh && (where == 2 || where == 3)) {
+            // Same tiles as the bad V value: the kernel may take another
+            // summation path there (CPU: P == 0 terms skipped), so equal to
+            // the clean run up to rounding, and finite.
+            const double o0 = out0[size_t(z.o(bb, i, h, d))];
+            ASSERT_TRUE(std::isfinite(o)) << "O[" << at_s << ", " << d << "] reached by a V value it cannot see";
+            ASSERT_NEAR(o, o0, tol) << "O changed at " << at_s << " d" << d;
+          } else {
+            ASSERT_TRUE(same(o, out0[size_t(z.o(bb, i, h, d))]))
+                << "O changed at " << at_s << " d" << d << ": " << o << " vs "
+                << out0[size_t(z.o(bb, i, h, d))];
+          }
+        }
+      }
+}
+
+// Backward: a NaN in batch 1 leaves every gradient of batch 0 bit-identical.
+TEST_P(EdgeNonFinite, BackwardIsolatesBatches) {
+  const auto [dev, dt, where] = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  Case c = nan_case(dt);
+  c.causal = where % 2 == 0;
+  const Dims z(c);
+  Instance in = make_instance(dev, c, true);
+  auto grads = [&](bool* ok) {
+    flashattn::Status st = flashattn::forward(in.fwd_args());
+    if (st.ok()) st = flashattn::backward(in.bwd_args());
+    *ok = st.ok();
+    return std::vector<std::vector<double>>{in.grad.q.read(), in.grad.k.read(), in.grad.v.read()};
+  };
+  bool ok = false;
+  const auto clean = grads(&ok);
+  if (!ok && dev == Device::CUDA) GTEST_SKIP() << "unsupported on this backend";
+  ASSERT_TRUE(ok);
+  std::vector<double> vals = where == 0 || where == 4 ? in.q : (where == 1 ? in.k : in.v);
+  vals[size_t(where == 0 || where == 4 ? z.o(1, 20, 2, 3) : z.kv(1, 20, 1, 3))] =
+      where == 3 ? INFINITY : (where == 4 ? -INFINITY : kNaN);
+  (where == 0 || where == 4 ? in.in.q : (where == 1 ? in.in.k : in.in.v)).write(vals);
+  const auto dirty = grads(&ok);
+  ASSERT_TRUE(ok);
+  const char* names[] = {"dq", "dk", "dv"};
+  for (int g = 0; g < 3; ++g) {
+    const size_t half = clean[size_t(g)].size() / 2;  // batch 0 is the first half
+    bool any_bad_b1 = false;
+    for (size_t e = 0; e < clean[size_t(g)].size(); ++e) {
+      if (e < half) {
+        ASSERT_TRUE(same(dirty[size_t(g)][e], clean[size_t(g)][e])) << names[g] << " batch 0 changed at " << e;
+      } else {
+        any_bad_b1 = any_bad_b1 || !std::isfinite(dirty[size_t(g)][e]);
+      }
+    }
+    if (g == 0) EXPECT_TRUE(any_bad_b1) << "the NaN/Inf should reach some dq of batch 1";
+  }
+}
+
+std::string nonfinite_name(const ::testing::TestParamInfo<std::tuple<Device, DType, int>>& info) {
+  static const char* w[] = {"nan_q", "nan_k", "nan_v", "inf_v", "neginf_q"};
+  return std::string(device_name(std::get<0>(info.param))) + "_" +
+         dtype_tag(std::get<1>(info.param)) + "_" + w[std::get<2>(info.param)];
+}
+INSTANTIATE_TEST_SUITE_P(Edge, EdgeNonFinite,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::ValuesIn(dtypes()),
+                                            ::testing::Values(0, 1, 2, 3, 4)),
+                         nonfinite_name);
+
+// ---- logits of magnitude 1e4 ---------------------------------------------------
+
+// Every logit is +-1e4 plus an O(1) part: q[.., 0] = +-100 and k[.., 0] = 100
+// (exact in every dtype), scale 1. Softmax is shift-invariant, so the answer
+// is that of the O(1) part alone; a kernel that exponentiates before
+// subtracting the row max overflows (+1e4) or underflows to 0/0 (-1e4).
+class EdgeLargeLogits : public ::testing::TestWithParam<std::tuple<Device, DType, bool>> {};
+
+TEST_P(EdgeLargeLogits, NoOverflowAndMatchesReference) {
+  const auto [dev, dt, negative] = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  Case c;
+  c.dtype = dt;
+  c.batch = 1;
+  c.seqlen_q = 45;
+  c.seqlen_k = 77;
+  c.heads_q = 2;
+  c.heads_kv = 1;
+  c.head_dim = 64;
+  c.scale = 1.0f / 8.0f;  // the O(1) part: 63 products of N(0,1), / 8
+  const bool backward = dt != DType::F32;
+  Instance in = make_instance(dev, c, backward);
+  const double big = std::sqrt(1e4 * 8.0);  // (big * big) * scale = 1e4
+  for (int64_t r = 0; r < int64_t(in.q.size()) / c.head_dim; ++r) in.q[size_t(r * c.head_dim)] = negative ? -big : big;
+  for (int64_t r = 0; r < int64_t(in.k.size()) / c.head_dim; ++r) in.k[size_t(r * c.head_dim)] = big;
+  in.in.q.write(in.q);
+  in.in.k.write(in.k);
+  in.q = in.in.q.read();  // as stored (big rounds in fp16 / bf16: still ~1e4)
+  in.k = in.in.k.read();
+  bool skipped = false;
+  if (!run_forward(in, &skipped)) {
+    if (skipped) GTEST_SKIP() << "unsupported on this backend";
+    return;
+  }
+  const Expected e = expected_forward(in);
+  const std::vector<double> out = in.out.read(), lse = in.lse.read();
+  for (double x : out) ASSERT_TRUE(std::isfinite(x));
+  for (double x : lse) ASSERT_TRUE(std::isfinite(x));
+  if (dt == DType::F32) {
+    // No naive yardstick in fp32: the logits themselves carry fp32 rounding
+    // of ~eps * 1e4 (4 ulps of slack), which moves each P by as much.
+    const double eps = std::ldexp(1.0, -23), slack = 4 * eps * 1e4;
+    double vmax = 0;
+    for (double x : in.v) vmax = std::max(vmax, std::fabs(x));
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_NEAR(out[i], e.out[i], 2 * slack * vmax) << "out " << i;
+    for (size_t i = 0; i < lse.size(); ++i) ASSERT_NEAR(lse[i], e.lse[i], slack) << "lse " << i;
+    return;
+  }
+  EXPECT_TRUE(within_rule("out", dt, out, e.out, e.naive_out, c.seqlen_k, c.head_dim, magnitudes(in).out));
+  EXPECT_TRUE(lse_within_rule("lse", lse, e.lse, e.naive_lse, c.head_dim));
+  // Backward through the same logits.
+  const flashattn::Status st = flashattn::backward(in.bwd_args());
+  if (skip_if_unsupported(dev, st)) return;
+  ASSERT_TRUE(st.ok()) << st.message;
+  const ExpectedGrads g = expected_backward(in);
+  const Magnitudes m = magnitudes(in);
+  const int64_t col = std::max(c.seqlen_k, c.seqlen_q * c.heads_q / c.heads_kv);
+  EXPECT_TRUE(within_rule("dq", dt, in.grad.q.read(), g.dq, g.naive_dq, c.seqlen_k, c.head_dim, m.dq));
+  EXPECT_TRUE(within_rule("dk", dt, in.grad.k.read(), g.dk, g.naive_dk, col, c.head_dim, m.dk));
+  EXPECT_TRUE(within_rule("dv", dt, in.grad.v.read(), g.dv, g.naive_dv, col, c.head_dim, m.dv));
+}
+
+std::string logits_name(const ::testing::TestParamInfo<std::tuple<Device, DType, bool>>& info) {
+  return std::string(device_name(std::get<0>(info.param))) + "_" + dtype_tag(std::get<1>(info.param)) +
+         (std::get<2>(info.param) ? "_minus1e4" : "_plus1e4");
+}
+INSTANTIATE_TEST_SUITE_P(Edge, EdgeLargeLogits,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::ValuesIn(dtypes()), ::testing::Bool()),
+                         logits_name);
+
+// ---- rows that see no key, lengths 1 and 65536, head dims at the limits -------
+
+class EdgeShapes : public ::testing::TestWithParam<std::tuple<Device, DType>> {};
+
+// Causal with Sq > Sk: the first Sq - Sk rows see nothing (O = 0, LSE = -inf,
+// dq = 0); the harness compares every row, these included, with the reference
+// (0 / -inf there). Then the other extreme: a window of 0 + 0, one key per row.
+TEST_P(EdgeShapes, RowsWithoutKeys) {
+  const auto [dev, dt] = GetParam();
+  Case c;
+  c.dtype = dt;
+  c.batch = 2;
+  c.seqlen_q = 70;
+  c.seqlen_k = 19;
+  c.heads_q = 2;
+  c.heads_kv = 2;
+  c.head_dim = 64;
+  c.causal = true;
+  check_forward(dev, c);
+  if (HasFatalFailure() || IsSkipped()) return;
+  check_backward(dev, c);
+  if (HasFatalFailure() || IsSkipped()) return;
+  c.causal = false;
+  c.seqlen_q = c.seqlen_k = 40;
+  c.window_left = 0;
+  c.window_right = 0;  // each row sees exactly its own diagonal key
+  check_forward(dev, c);
+}
+
+TEST_P(EdgeShapes, SeqlenOne) {
+  const auto [dev, dt] = GetParam();
+  Case c;
+  c.dtype = dt;
+  c.batch = 3;
+  c.heads_q = 4;
+  c.heads_kv = 1;
+  c.head_dim = 128;
+  check_forward(dev, c);  // Sq = Sk = 1
+  if (HasFatalFailure() || IsSkipped()) return;
+  check_backward(dev, c);
+  if (HasFatalFailure() || IsSkipped()) return;
+  c.seqlen_q = 1;
+  c.seqlen_k = 300;
+  c.causal = true;  // decode: the one query sees every key
+  check_backward(dev, c);
+}
+
+// A few queries against 65536 keys (a long prefill's last rows / a decode
+// against a long cache), forward and backward, every row against the fp64
+// reference.
+TEST_P(EdgeShapes, KeysBeyond65536) {
+  const auto [dev, dt] = GetParam();
+  Case c;
+  c.dtype = dt;
+  c.seqlen_q = 3;
+  c.seqlen_k = 65536 + 77;
+  c.heads_q = 2;
+  c.heads_kv = 1;
+  c.head_dim = 64;
+  c.causal = true;
+  check_forward(dev, c);
+  if (HasFatalFailure() || IsSkipped()) return;
+  check_backward(dev, c);
+}
+
+// Head dims at the limits: 8 and 256 run (both backends where supported);
+// 0, 4, 12 (not a multiple of 8) and 264 are refused, naming head_dim, with
+// the outputs untouched.
+TEST_P(EdgeShapes, HeadDimLimits) {
+  const auto [dev, dt] = GetParam();
+  for (int64_t d : {8, 256}) {
+    Case c;
+    c.dtype = dt;
+    c.seqlen_q = 33;
+    c.seqlen_k = 65;
+    c.head_dim = d;
+    c.causal = true;
+    SCOPED_TRACE("head_dim " + std::to_string(d));
+    check_forward(dev, c);
+    if (HasFatalFailure() || IsSkipped()) return;
+    check_backward(dev, c);
+    if (HasFatalFailure() || IsSkipped()) return;
+  }
+  if (!device_usable(dev)) return;
+  for (int64_t d : {0, 4, 12, 264}) {
+    Case c;
+    c.dtype = dt;
+    c.seqlen_q = c.seqlen_k = 5;
+    c.head_dim = d;
+    Instance in = make_instance(dev, c, false);
+    CallGuard guard({&in.in.q, &in.in.k, &in.in.v}, {&in.out, &in.lse});
+    const flashattn::Status st = flashattn::forward(in.fwd_args());
+    EXPECT_EQ(st.code, flashattn::ErrorCode::InvalidArgument) << "head_dim " << d;
+    EXPECT_NE(st.message.find("head_dim"), std::string::npos) << st.message;
+    EXPECT_TRUE(guard.untouched());
+  }
+}
+
+std::string shapes_name(const ::testing::TestParamInfo<std::tuple<Device, DType>>& info) {
+  return std::string(device_name(std::get<0>(info.param))) + "_" + dtype_tag(std::get<1>(info.param));
+}
+INSTANTIATE_TEST_SUITE_P(Edge, EdgeShapes,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::ValuesIn(dtypes())),
+                         shapes_name);
+
+}  // namespace
+}  // namespace fa_test

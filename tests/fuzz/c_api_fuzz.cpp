@@ -1,0 +1,731 @@
+// libFuzzer target over the C ABI (include/flashattn/flashattn.h).
+//
+// The input bytes choose one call (forward, backward, or a workspace query),
+// the shapes, strides (padded, permuted, zero, negative, overlapping), dtypes,
+// options (scale / softcap / window incl. NaN, Inf, huge) and pointers, and
+// then zero or more *mutations*, each of which makes the call invalid by the
+// API's documented rules (wrong ndim, mismatched heads, null data, outputs
+// overlapping inputs, sizes beyond 2^48, ...). The oracle:
+//   - mutated call: a non-zero status, a non-empty fa_last_error(), and every
+//     byte of every buffer (inputs and poisoned outputs) unchanged;
+//   - valid small call: FA_OK, inputs and the gaps between output elements
+//     unchanged, every output element written, and out / lse / dq / dk / dv
+//     within DESIGN.md's rule of the fp64 reference (src/reference);
+//   - valid call too large to run: only the workspace queries (which must not
+//     touch data) run, on fake pointers, and must succeed.
+// Fake pointers are used only where the library must not dereference: a
+// refused call or an empty / workspace-only call.
+//
+// Built with -fsanitize=fuzzer (FLASHATTN_FUZZ) it is a libFuzzer target;
+// built without, replay_main.cpp runs it over tests/fuzz/corpus in ctest.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flashattn/flashattn.h"
+#include "reference/naive_same_dtype.hpp"
+#include "reference/reference.hpp"
+#include "reference/rule.hpp"
+#include "support/half.hpp"
+
+namespace {
+
+std::string g_case;  // the call being checked, printed with a failure
+
+[[noreturn]] void fail(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "fuzz oracle failed: %s: %s\n  call: %s\n", what, detail.c_str(), g_case.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+#define FUZZ_CHECK(cond, detail) \
+  do {                           \
+    if (!(cond)) fail(#cond, detail); \
+  } while (0)
+
+// Reads decisions from the input; past its end every read returns 0, so any
+// prefix of an interesting input is a valid (simpler) input too.
+struct Bytes {
+  const uint8_t* p;
+  size_t n, at = 0;
+  uint8_t u8() { return at < n ? p[at++] : 0; }
+  uint32_t u32() {
+    uint32_t x = 0;
+    for (int i = 0; i < 4; ++i) x = x << 8 | u8();
+    return x;
+  }
+  int64_t below(int64_t m) { return m <= 1 ? 0 : int64_t(u8()) % m; }
+  bool chance(int in256) { return u8() < in256; }
+};
+
+constexpr int64_t kHuge = int64_t(1) << 48;  // the API's size limit (checks.cpp)
+
+size_t esize(int32_t dt) { return dt == FA_F32 ? 4 : 2; }
+
+// A tensor's storage: its own heap block, or a view into another's.
+struct Storage {
+  std::unique_ptr<uint8_t[]> bytes;
+  size_t size = 0;
+};
+
+struct T {
+  fa_tensor t{};
+  std::shared_ptr<Storage> st;  // null: fake or null pointer (never touched)
+  size_t off = 0;               // bytes from st's start
+  int64_t span() const {        // elements from data to the last one, + 1
+    int64_t last = 0;
+    for (int i = 0; i < t.ndim; ++i) {
+      if (t.shape[i] == 0) return 0;
+      last += (t.shape[i] - 1) * t.stride[i];
+    }
+    return last + 1;
+  }
+  int64_t numel() const {  // saturating: mutated shapes may be absurd
+    int64_t n = 1;
+    for (int i = 0; i < t.ndim; ++i)
+      if (__builtin_mul_overflow(n, t.shape[i], &n)) return INT64_MAX;
+    return n;
+  }
+  // Element offsets of the logical elements, dense row-major order.
+  std::vector<int64_t> offsets() const {
+    std::vector<int64_t> o;
+    const int64_t n = numel();
+    o.reserve(size_t(n));
+    int64_t idx[4] = {0, 0, 0, 0};
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t at = 0;
+      for (int i = 0; i < t.ndim; ++i) at += idx[i] * t.stride[i];
+      o.push_back(at);
+      for (int i = t.ndim - 1; i >= 0; --i) {
+        if (++idx[i] < t.shape[i]) break;
+        idx[i] = 0;
+      }
+    }
+    return o;
+  }
+};
+
+double load(int32_t dt, const uint8_t* p) {
+  if (dt == FA_F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return dt == FA_F16 ? fa_test::half_to_float(h) : fa_test::bf16_to_float(h);
+}
+void store(int32_t dt, uint8_t* p, float f) {
+  if (dt == FA_F32) {
+    std::memcpy(p, &f, 4);
+    return;
+  }
+  const uint16_t h = dt == FA_F16 ? fa_test::float_to_half(f) : fa_test::float_to_bf16(f);
+  std::memcpy(p, &h, 2);
+}
+
+std::vector<double> read_dense(const T& x) {
+  std::vector<double> v;
+  const uint8_t* base = x.st->bytes.get() + x.off;
+  const size_t es = esize(x.t.dtype);
+  for (int64_t o : x.offsets()) v.push_back(load(x.t.dtype, base + size_t(o) * es));
+  return v;
+}
+
+// Strides for a [B, S, H, D] tensor: the three outer dims in a fuzzed order,
+// each with optional padding; head dim contiguous. Never self-overlapping.
+void layout(Bytes& in, T& x, const int64_t shape[4]) {
+  x.t.ndim = 4;
+  for (int i = 0; i < 4; ++i) x.t.shape[i] = shape[i];
+  static const int kOrders[4][3] = {{2, 1, 0}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}};  // inner -> outer
+  const int* order = kOrders[in.below(4)];
+  x.t.stride[3] = 1;
+  int64_t inner = shape[3] + (in.chance(64) ? 8 * in.below(3) + in.below(2) : 0);
+  for (int k = 0; k < 3; ++k) {
+    const int d = order[k];
+    x.t.stride[d] = inner;
+    inner = inner * std::max<int64_t>(shape[d], 1) + (in.chance(48) ? in.below(24) : 0);
+  }
+}
+
+void allocate(Bytes& in, T& x, bool fill, std::mt19937& rng, float amp) {
+  const size_t es = esize(x.t.dtype);
+  const size_t lead = size_t(in.below(4));  // misaligned starts are legal
+  auto st = std::make_shared<Storage>();
+  st->size = (lead + size_t(x.span())) * es + 1;
+  st->bytes.reset(new uint8_t[st->size]);
+  std::normal_distribution<float> nd(0.0f, amp);
+  if (fill) {
+    for (size_t e = 0; e + es <= st->size; e += es) store(x.t.dtype, st->bytes.get() + e, nd(rng));
+  } else {
+    std::memset(st->bytes.get(), 0xff, st->size);  // NaN in every dtype: the poison
+  }
+  x.st = st;
+  x.off = lead * es;
+  x.t.data = st->bytes.get() + x.off;
+}
+
+struct Problem {
+  int op = 0;  // 0 forward, 1 backward, 2 forward workspace, 3 backward workspace
+  int32_t dtype = FA_F16;
+  int64_t B = 1, Sq = 1, Sk = 1, Hq = 1, Hkv = 1, D = 8;
+  fa_options opt{};
+  bool with_lse = true;
+};
+
+float fuzz_float(Bytes& in, bool allow_bad) {
+  switch (in.below(allow_bad ? 10 : 6)) {
+    case 0: return 0.0f;
+    case 1: return 0.05f + float(in.u8()) / 64.0f;
+    case 2: return float(in.u8() + 1) / 8.0f;
+    case 3: return std::numeric_limits<float>::denorm_min();
+    case 4: return 1.0f;
+    case 5: return float(in.u32() % 100000) / 1000.0f;
+    case 6: return std::numeric_limits<float>::quiet_NaN();
+    case 7: return std::numeric_limits<float>::infinity();
+    case 8: return -float(in.u8() + 1);
+    default: return -std::numeric_limits<float>::infinity();
+  }
+}
+
+int64_t fuzz_window(Bytes& in, int64_t S) {
+  switch (in.below(5)) {
+    case 0:
+    case 1: return -1;
+    case 2: return in.below(S + 3);
+    case 3: return std::numeric_limits<int64_t>::max();
+    default: return kHuge + int64_t(in.u8());
+  }
+}
+
+// The reference's view of the options: a window >= the sequence is unbounded.
+flashattn::reference::Problem ref_problem(const Problem& pb) {
+  flashattn::reference::Problem r;
+  r.batch = pb.B;
+  r.seqlen_q = pb.Sq;
+  r.seqlen_k = pb.Sk;
+  r.heads_q = pb.Hq;
+  r.heads_kv = pb.Hkv;
+  r.head_dim = pb.D;
+  r.scale = pb.opt.softmax_scale;
+  r.softcap = pb.opt.softcap;
+  r.causal = pb.opt.causal != 0;
+  r.window_left = pb.opt.window_left >= pb.Sk + pb.Sq ? -1 : pb.opt.window_left;
+  r.window_right = pb.opt.window_right >= pb.Sk + pb.Sq ? -1 : pb.opt.window_right;
+  return r;
+}
+
+void expect_rule(const char* what, int32_t dt, const std::vector<double>& out,
+                 const std::vector<double>& ref, const std::vector<double>& naive, int64_t L,
+                 int64_t D, double mag) {
+  const auto dtype = static_cast<flashattn::DType>(dt);
+  const auto s = flashattn::reference::judge(dtype, out, ref, dt == FA_F32 ? std::vector<double>{} : naive,
+                                             L, D, mag);
+  // Below two fp32 subnormal steps no kernel can do better (tiny results,
+  // e.g. gradients of ~1e-44): the rule's relative bounds do not reach there.
+  const bool below_fp32 = !s.size_mismatch && s.bad == 0 &&
+                          s.max_err <= 2.0 * std::numeric_limits<float>::denorm_min();
+  if (!s.pass() && !below_fp32) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "max_err %.3g tol %.3g (max_ref %.3g naive_err %.3g) bad %lld at %lld",
+                  s.max_err, s.tol, s.max_ref, s.naive_err, (long long)s.bad, (long long)s.worst_index);
+    fail(what, buf);
+  }
+}
+
+// Every logical element written (no poison left), every other byte intact.
+void expect_written_exactly(const char* what, const T& x) {
+  const size_t es = esize(x.t.dtype);
+  std::vector<uint8_t> mine(x.st->size, 0);
+  for (int64_t o : x.offsets()) std::memset(mine.data() + x.off + size_t(o) * es, 1, es);
+  for (size_t b = 0; b < x.st->size; ++b) {
+    if (!mine[b] && x.st->bytes[b] != 0xff) fail(what, "wrote outside its elements at byte " + std::to_string(b));
+  }
+  for (int64_t o : x.offsets()) {
+    const uint8_t* p = x.st->bytes.get() + x.off + size_t(o) * es;
+    bool poison = true;
+    for (size_t i = 0; i < es; ++i) poison = poison && p[i] == 0xff;
+    if (poison) fail(what, "element at offset " + std::to_string(o) + " not written");
+  }
+}
+
+struct Snapshot {
+  std::vector<std::pair<std::shared_ptr<Storage>, std::vector<uint8_t>>> bufs;
+  void add(const T& x) {
+    if (!x.st) return;
+    for (auto& b : bufs)
+      if (b.first == x.st) return;
+    bufs.emplace_back(x.st, std::vector<uint8_t>(x.st->bytes.get(), x.st->bytes.get() + x.st->size));
+  }
+  bool unchanged() const {
+    for (auto& b : bufs)
+      if (std::memcmp(b.first->bytes.get(), b.second.data(), b.second.size()) != 0) return false;
+    return true;
+  }
+};
+
+// ---- mutations: each one alone makes the call invalid -----------------------
+
+enum Mutation {
+  kNdim, kDtypeCode, kDtypeMismatch, kDevice, kNegShape, kNegStride, kBatch, kHeadDim,
+  kHeadsKv, kHeadsZero, kHeadStride, kNullData, kOutShape, kLseShape, kLseStride, kLseDtype,
+  kScale, kSoftcap, kWindow, kOverlapIn, kOverlapOut, kSelfOverlap, kHugeShape, kHugeStride,
+  kWrapPointer, kNullLseBwd, kNullArgs, kNullBytes, kMutations
+};
+
+struct Call {
+  Problem pb;
+  T q, k, v, out, lse, dout, dq, dk, dv;
+  std::vector<T*> outputs() {
+    if (pb.op == 0 || pb.op == 2) return {&out, &lse};
+    return {&dq, &dk, &dv};
+  }
+  std::vector<T*> all() { return {&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv}; }
+};
+
+// Applies mutation m if it can apply to this call; returns whether it did.
+bool mutate(Bytes& in, Call& c, int m, bool* null_args, bool* null_bytes) {
+  const bool bwd = c.pb.op == 1 || c.pb.op == 3;
+  std::vector<T*> io = {&c.q, &c.k, &c.v};
+  for (T* o : c.outputs()) io.push_back(o);
+  if (bwd) { io.push_back(&c.out); io.push_back(&c.dout); }
+  T& x = *io[size_t(in.below(int64_t(io.size())))];
+  const bool x_used = x.t.data != nullptr || &x != &c.lse;  // a forward's lse may be absent
+  switch (m) {
+    case kNdim:
+      if (!x_used) return false;
+      x.t.ndim = in.chance(128) ? x.t.ndim - 1 : (in.chance(128) ? 5 : -1);
+      return true;
+    case kDtypeCode:
+      if (!x_used) return false;
+      x.t.dtype = 3 + in.u8();
+      return true;
+    case kDtypeMismatch:
+      if (!x_used) return false;
+      x.t.dtype = (x.t.dtype + 1 + int32_t(in.below(2))) % 3;
+      return true;
+    case kDevice:
+      if (!x_used) return false;
+      // A CUDA view of host memory is refused (mixed devices, or no CUDA
+      // here); skipped where a device is present and all would be CUDA.
+      if (fa_cuda_available()) return false;
+      if (in.chance(128)) {
+        x.t.device = 2 + in.u8();
+      } else {
+        for (T* t : c.all()) t->t.device = FA_CUDA;
+      }
+      return true;
+    case kNegShape:
+      if (!x_used) return false;
+      x.t.shape[in.below(x.t.ndim)] = -1 - int64_t(in.u8());
+      return true;
+    case kNegStride:
+      if (!x_used) return false;
+      x.t.stride[in.below(x.t.ndim)] = -1 - int64_t(in.u8());
+      return true;
+    case kBatch:
+      c.k.t.shape[0] += 1;
+      return true;
+    case kHeadDim:
+      for (T* t : c.all())
+        if (t != &c.lse) t->t.shape[3] = in.chance(128) ? c.pb.D + 1 + in.below(7) : 264;
+      return true;
+    case kHeadsKv:  // Hq not a multiple of Hkv
+      if (c.pb.Hq == 0) return false;
+      c.k.t.shape[2] = c.v.t.shape[2] = c.pb.Hq + 1;
+      return true;
+    case kHeadsZero:
+      if (c.pb.Hq == 0) return false;
+      c.k.t.shape[2] = c.v.t.shape[2] = 0;
+      return true;
+    case kHeadStride:
+      if (x.t.ndim != 4 || !x_used) return false;
+      x.t.stride[3] = 2;
+      return true;
+    case kNullData:  // (a forward's lse may be null: that means "no lse")
+      if (x.numel() == 0 || !x_used || (&x == &c.lse && !bwd)) return false;
+      x.t.data = nullptr;
+      x.st = nullptr;
+      return true;
+    case kOutShape: {
+      T& o = bwd ? c.dq : c.out;
+      o.t.shape[1 + in.below(2)] += 1;
+      return true;
+    }
+    case kLseShape:
+      if (!c.lse.t.data) return false;
+      c.lse.t.shape[in.below(3)] += 1;
+      return true;
+    case kLseStride:
+      if (!c.lse.t.data || c.pb.Sq < 2) return false;
+      c.lse.t.stride[2] = 2;
+      return true;
+    case kLseDtype:
+      if (!c.lse.t.data) return false;
+      c.lse.t.dtype = FA_F16;
+      return true;
+    case kScale:
+      c.pb.opt.softmax_scale = in.chance(128) ? std::numeric_limits<float>::quiet_NaN()
+                                              : (in.chance(128) ? -1.0f : -std::numeric_limits<float>::infinity());
+      return true;
+    case kSoftcap:
+      c.pb.opt.softcap = in.chance(128) ? std::numeric_limits<float>::infinity() : -0.5f;
+      return true;
+    case kWindow:
+      (in.chance(128) ? c.pb.opt.window_left : c.pb.opt.window_right) =
+          in.chance(200) ? -2 - int64_t(in.u8()) : std::numeric_limits<int64_t>::min();
+      return true;
+    case kOverlapIn: {  // an output starting inside an input
+      T& o = *c.outputs()[size_t(in.below(bwd ? 3 : 1))];
+      T& i = *io[size_t(in.below(3))];
+      if (o.numel() == 0 || i.numel() == 0 || !i.st) return false;
+      o.st = i.st;
+      o.off = i.off;
+      o.t.data = i.t.data;
+      return true;
+    }
+    case kOverlapOut: {
+      if (!bwd) {
+        if (!c.lse.t.data || c.out.numel() == 0 || c.lse.numel() == 0) return false;
+        c.lse.st = c.out.st;
+        c.lse.off = c.out.off;
+        c.lse.t.data = c.out.t.data;
+        return true;
+      }
+      if (c.dk.numel() == 0 || c.dv.numel() == 0) return false;
+      c.dv.st = c.dk.st;
+      c.dv.off = c.dk.off;
+      c.dv.t.data = c.dk.t.data;
+      return true;
+    }
+    case kSelfOverlap: {  // an output whose elements collide
+      T& o = bwd ? c.dk : c.out;
+      for (int d = 0; d < 3; ++d) {
+        if (o.t.shape[d] > 1 && o.numel() > 1) {
+          o.t.stride[d] = in.chance(128) ? 0 : 1;
+          return true;
+        }
+      }
+      return false;
+    }
+    case kHugeShape:
+      if (!x_used) return false;
+      x.t.shape[in.below(3)] = in.chance(128) ? kHuge + 1 : std::numeric_limits<int64_t>::max();
+      x.st = nullptr;
+      x.t.data = reinterpret_cast<void*>(uintptr_t(0x1000));  // never dereferenced
+      return true;
+    case kHugeStride:
+      if (x.numel() < 2 || !x_used) return false;
+      for (int d = 0; d < 3; ++d) {
+        if (x.t.shape[d] > 1) {
+          x.t.stride[d] = in.chance(128) ? kHuge : std::numeric_limits<int64_t>::max() / 2;
+          x.st = nullptr;
+          x.t.data = reinterpret_cast<void*>(uintptr_t(0x1000));
+          return true;
+        }
+      }
+      return false;
+    case kWrapPointer:
+      if (x.numel() == 0 || !x_used) return false;
+      x.st = nullptr;
+      x.t.data = reinterpret_cast<void*>(UINTPTR_MAX - 1);  // + >= 2 bytes wraps
+      return true;
+    case kNullLseBwd:
+      if (!bwd) return false;
+      c.lse.t.data = nullptr;
+      c.lse.st = nullptr;
+      return true;
+    case kNullArgs:
+      *null_args = true;
+      return true;
+    case kNullBytes:
+      if (c.pb.op < 2) return false;
+      *null_bytes = true;
+      return true;
+  }
+  return false;
+}
+
+fa_forward_args fwd_args(Call& c) {
+  fa_forward_args a{};
+  a.q = c.q.t; a.k = c.k.t; a.v = c.v.t; a.out = c.out.t; a.lse = c.lse.t;
+  a.options = c.pb.opt;
+  return a;
+}
+fa_backward_args bwd_args(Call& c) {
+  fa_backward_args a{};
+  a.q = c.q.t; a.k = c.k.t; a.v = c.v.t; a.out = c.out.t; a.dout = c.dout.t; a.lse = c.lse.t;
+  a.dq = c.dq.t; a.dk = c.dk.t; a.dv = c.dv.t;
+  a.options = c.pb.opt;
+  return a;
+}
+
+void run_one(Bytes& in) {
+  Call c;
+  Problem& pb = c.pb;
+  pb.op = int(in.below(4));
+  const bool bwd = pb.op == 1 || pb.op == 3;
+  // Size class: small (run and compared), or big and valid (workspace only,
+  // or empty so nothing may be touched).
+  const int64_t size_class = in.below(8);
+  const bool big = size_class == 7;
+  pb.dtype = int32_t(in.below(3));
+  pb.B = in.chance(16) ? 0 : 1 + in.below(2);
+  pb.Sq = in.chance(16) ? 0 : 1 + in.below(in.chance(200) ? 24 : 80);
+  pb.Sk = in.chance(16) ? 0 : 1 + in.below(in.chance(200) ? 24 : 80);
+  pb.Hkv = in.chance(8) ? 0 : 1 + in.below(3);
+  pb.Hq = pb.Hkv * (1 + in.below(3));
+  pb.D = 8 * (1 + in.below(32));
+  if (big) {
+    // Valid but huge: seqlen up to 2^31 - 1 (the API's limit; numel and span
+    // stay within its 2^48 elements: B * H * D <= 2 * 9 * 256 < 2^13).
+    const int64_t S = in.chance(200) ? int64_t(1) << (20 + in.below(11)) : INT32_MAX;
+    (in.chance(128) ? pb.Sq : pb.Sk) = S;
+    if (in.chance(128)) pb.B = 0;  // empty: a real call must not touch anything
+  }
+  // Keep the fp64 reference cheap.
+  while (!big && pb.B * pb.Hq * pb.Sq * pb.Sk * pb.D > (int64_t(1) << 18)) {
+    pb.Sq = (pb.Sq + 1) / 2;
+    pb.Sk = (pb.Sk + 1) / 2;
+  }
+  fa_options_init(&pb.opt);
+  pb.opt.softmax_scale = fuzz_float(in, false);
+  pb.opt.softcap = in.chance(64) ? fuzz_float(in, false) : 0.0f;
+  pb.opt.window_left = in.chance(64) ? fuzz_window(in, pb.Sk) : -1;
+  pb.opt.window_right = in.chance(64) ? fuzz_window(in, pb.Sq) : -1;
+  pb.opt.causal = in.chance(80) ? 1 + in.below(3) : 0;  // any non-zero means true
+  pb.opt.deterministic = in.chance(100) ? 1 : 0;
+  if (in.chance(32)) pb.opt.stream = reinterpret_cast<void*>(uintptr_t(0xdead0000));  // CPU ignores it
+  pb.with_lse = bwd || in.chance(180);
+  const float amp = std::array<float, 4>{1.0f, 0.25f, 3.0f, 12.0f}[size_t(in.below(4))];
+  std::mt19937 rng(in.u32());
+
+  const int64_t qshape[4] = {pb.B, pb.Sq, pb.Hq, pb.D}, kshape[4] = {pb.B, pb.Sk, pb.Hkv, pb.D};
+  T* tensors[] = {&c.q, &c.k, &c.v, &c.out, &c.dout, &c.dq, &c.dk, &c.dv};
+  for (T* t : tensors) t->t.dtype = pb.dtype;
+  const bool packed = !big && pb.Sq == pb.Sk && in.chance(64);
+  if (packed) {  // q, k, v as views into one [B, S, Hq + 2 Hkv, D] buffer
+    const int64_t H3 = pb.Hq + 2 * pb.Hkv;
+    T whole;
+    whole.t.dtype = pb.dtype;
+    const int64_t wshape[4] = {pb.B, pb.Sq, H3, pb.D};
+    layout(in, whole, wshape);
+    allocate(in, whole, true, rng, amp);
+    const int64_t h0[3] = {0, pb.Hq, pb.Hq + pb.Hkv};
+    T* qkv[3] = {&c.q, &c.k, &c.v};
+    for (int i = 0; i < 3; ++i) {
+      *qkv[i] = whole;
+      qkv[i]->t.shape[2] = i == 0 ? pb.Hq : pb.Hkv;
+      qkv[i]->off = whole.off + size_t(h0[i] * whole.t.stride[2]) * esize(pb.dtype);
+      qkv[i]->t.data = whole.st->bytes.get() + qkv[i]->off;
+    }
+  } else {
+    layout(in, c.q, qshape);
+    layout(in, c.k, kshape);
+    layout(in, c.v, kshape);
+    // Inputs may broadcast: a zero stride is valid for an input.
+    for (T* t : {&c.q, &c.k, &c.v})
+      if (in.chance(24)) t->t.stride[in.below(3)] = 0;
+  }
+  layout(in, c.out, qshape);
+  if (bwd) {
+    layout(in, c.dout, qshape);
+    if (in.chance(24)) c.dout.t.stride[in.below(3)] = 0;
+    layout(in, c.dq, qshape);
+    layout(in, c.dk, kshape);
+    layout(in, c.dv, kshape);
+  }
+  c.lse.t.dtype = FA_F32;
+  c.lse.t.ndim = 3;
+  c.lse.t.shape[0] = pb.B; c.lse.t.shape[1] = pb.Hq; c.lse.t.shape[2] = pb.Sq;
+  c.lse.t.stride[2] = 1; c.lse.t.stride[1] = pb.Sq; c.lse.t.stride[0] = pb.Hq * pb.Sq;
+
+  if (big) {
+    // Fake pointers: only workspace queries, or empty tensors, may be given
+    // these. 2^51 bytes apart, so the spans (< 2^50 bytes) never overlap.
+    uintptr_t fake = 0;
+    for (T* t : {&c.q, &c.k, &c.v, &c.out, &c.lse, &c.dout, &c.dq, &c.dk, &c.dv})
+      t->t.data = reinterpret_cast<void*>(fake += uintptr_t(1) << 51);
+    if (!pb.with_lse) c.lse.t.data = nullptr;
+    if (pb.B != 0 && (pb.op == 0 || pb.op == 1)) pb.op += 2;  // not empty: query only
+  } else {
+    if (!packed) {
+      allocate(in, c.q, true, rng, amp);
+      allocate(in, c.k, true, rng, amp);
+      allocate(in, c.v, true, rng, amp);
+    }
+    allocate(in, c.out, false, rng, amp);
+    if (pb.with_lse) allocate(in, c.lse, false, rng, amp);
+    if (bwd) {
+      allocate(in, c.dout, true, rng, 1.0f);
+      allocate(in, c.dq, false, rng, amp);
+      allocate(in, c.dk, false, rng, amp);
+      allocate(in, c.dv, false, rng, amp);
+    }
+  }
+
+  // The backward consumes a forward's out and LSE (a valid forward, run now).
+  if (pb.op == 1 && !big) {
+    fa_forward_args f = fwd_args(c);
+    if (fa_forward(&f) != FA_OK) fail("forward before backward", fa_last_error());
+  }
+
+  // Mutations: each makes the call invalid.
+  bool null_args = false, null_bytes = false;
+  int mutations = 0;
+  const int64_t nmut = in.chance(110) ? 1 + in.below(2) : 0;
+  std::string applied;
+  for (int64_t i = 0; i < nmut; ++i) {
+    const int m = int(in.below(kMutations));
+    if (mutate(in, c, m, &null_args, &null_bytes)) {
+      ++mutations;
+      applied += " " + std::to_string(m);
+    }
+  }
+  const bool expect_invalid = mutations > 0;
+  g_case = "op " + std::to_string(pb.op) + " dtype " + std::to_string(pb.dtype) + " B " +
+           std::to_string(pb.B) + " Sq " + std::to_string(pb.Sq) + " Sk " + std::to_string(pb.Sk) +
+           " Hq " + std::to_string(pb.Hq) + " Hkv " + std::to_string(pb.Hkv) + " D " +
+           std::to_string(pb.D) + " scale " + std::to_string(pb.opt.softmax_scale) + " softcap " +
+           std::to_string(pb.opt.softcap) + " window " + std::to_string(pb.opt.window_left) + "," +
+           std::to_string(pb.opt.window_right) + " causal " + std::to_string(pb.opt.causal) +
+           " amp " + std::to_string(amp) + " packed " + std::to_string(packed) + " mutations" + applied;
+
+  Snapshot snap;
+  for (T* t : c.all()) snap.add(*t);
+
+  fa_status st = FA_OK;
+  size_t ws = 0;
+  {
+    fa_forward_args f = fwd_args(c);
+    fa_backward_args b = bwd_args(c);
+    switch (pb.op) {
+      case 0: st = fa_forward(null_args ? nullptr : &f); break;
+      case 1: st = fa_backward(null_args ? nullptr : &b); break;
+      case 2: st = fa_forward_workspace_bytes(null_args ? nullptr : &f, null_bytes ? nullptr : &ws); break;
+      default: st = fa_backward_workspace_bytes(null_args ? nullptr : &b, null_bytes ? nullptr : &ws); break;
+    }
+  }
+  const std::string msg = fa_last_error();
+  if (expect_invalid) {
+    FUZZ_CHECK(st != FA_OK, "an invalid call was accepted");
+    FUZZ_CHECK(!msg.empty(), "refused without a message");
+    FUZZ_CHECK(snap.unchanged(), "a refused call changed memory: " + msg);
+    return;
+  }
+  FUZZ_CHECK(st == FA_OK, "a valid call was refused: " + msg);
+  FUZZ_CHECK(msg.empty(), "fa_last_error not cleared after success: " + msg);
+  if (pb.op >= 2 || big) return;
+
+  // Inputs intact (out and lse are inputs of the backward).
+  {
+    Snapshot after;
+    std::vector<T*> ins = {&c.q, &c.k, &c.v};
+    if (bwd) { ins.push_back(&c.out); ins.push_back(&c.lse); ins.push_back(&c.dout); }
+    for (const auto& b : snap.bufs) {
+      bool is_input = false;
+      for (T* t : ins) is_input = is_input || t->st == b.first;
+      if (is_input && std::memcmp(b.first->bytes.get(), b.second.data(), b.second.size()) != 0)
+        fail("inputs", "an input buffer changed");
+    }
+  }
+  if (bwd) {
+    expect_written_exactly("dq", c.dq);
+    expect_written_exactly("dk", c.dk);
+    expect_written_exactly("dv", c.dv);
+  } else {
+    expect_written_exactly("out", c.out);
+    if (pb.with_lse) expect_written_exactly("lse", c.lse);
+  }
+
+  // Bound on |logit| before the softcap's tanh (what fp32 must hold):
+  // scale [/ cap] * max ||q_i|| * max ||k_j||.
+  const auto rp = ref_problem(pb);
+  const std::vector<double> q = read_dense(c.q), k = read_dense(c.k), v = read_dense(c.v);
+  const double scale = pb.opt.softmax_scale > 0 ? pb.opt.softmax_scale : 1.0 / std::sqrt(double(pb.D));
+  auto max_norm = [&](const std::vector<double>& x) {
+    double m = 0;
+    for (size_t r = 0; r + size_t(pb.D) <= x.size(); r += size_t(pb.D)) {
+      double n = 0;
+      for (int64_t d = 0; d < pb.D; ++d) n += x[r + size_t(d)] * x[r + size_t(d)];
+      m = std::max(m, std::sqrt(n));
+    }
+    return m;
+  };
+  const double logit = scale / (pb.opt.softcap > 0 ? double(pb.opt.softcap) : 1.0) * max_norm(q) * max_norm(k);
+  if (pb.Hkv == 0) return;  // no heads (valid and empty); the reference divides by heads_kv
+  const auto dt = static_cast<flashattn::DType>(pb.dtype);
+  const double dt_max = pb.dtype == FA_F16 ? 65504.0 : 3.0e38;
+  // While fp32 holds the logits: never a NaN, and no infinity where the exact
+  // value fits the dtype with 2x headroom (no overflow inside the kernel).
+  // Exception: fp16 with large logits, where fp32 rounding of the logits
+  // (~eps * logit in P) legitimately moves a gradient past 65504.
+  auto expect_finite = [&](const char* what, const std::vector<double>& out,
+                           const std::vector<double>& ref) {
+    if (logit >= 1e30) return;
+    const bool inf_ok = pb.dtype == FA_F16 && logit > 64;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (std::isfinite(ref[i]) && std::fabs(ref[i]) <= dt_max / 2 &&
+          (std::isnan(out[i]) || (std::isinf(out[i]) && !inf_ok)))
+        fail(what, "non-finite " + std::to_string(out[i]) + " at " + std::to_string(i) + " (reference " + std::to_string(ref[i]) +
+                       ", logits bounded by " + std::to_string(logit) + ")");
+    }
+  };
+  // The rule is calibrated for moderate logits (fp32 rounding of a logit of
+  // size X moves P by ~eps * X); beyond that only finiteness is checked. Nor
+  // does it hold for a scale [/ cap] so small that the kernels' scaled Q
+  // (they fold the scale into Q) falls into fp32's subnormals.
+  const double qscale = scale / (pb.opt.softcap > 0 ? double(pb.opt.softcap) : 1.0);
+  const bool compare = logit <= 64 && qscale >= 1e-20;
+  if (std::getenv("FA_FUZZ_DEBUG")) {
+    auto mx = [](const std::vector<double>& x) { double m = 0; for (double e : x) m = std::max(m, std::fabs(e)); return m; };
+    std::fprintf(stderr, "max|q| %g max|k| %g max|v| %g logit %g\n", mx(q), mx(k), mx(v), logit);
+  }
+  if (!bwd) {
+    std::vector<double> ref(q.size()), lse(size_t(pb.B * pb.Hq * pb.Sq)), nout, nlse;
+    flashattn::reference::forward(rp, q.data(), k.data(), v.data(), ref.data(), lse.data());
+    const std::vector<double> out = read_dense(c.out);
+    expect_finite("out", out, ref);
+    if (pb.with_lse) expect_finite("lse", read_dense(c.lse), lse);
+    if (!compare) return;
+    flashattn::reference::naive_forward(rp, dt, q, k, v, &nout, &nlse);
+    const auto m = flashattn::reference::magnitudes(q, k, v, {}, pb.D, scale);
+    expect_rule("out", pb.dtype, out, ref, nout, pb.Sk, pb.D, m.out);
+    if (pb.with_lse) {
+      const auto s = flashattn::reference::judge_lse(read_dense(c.lse), lse, nlse, pb.D);
+      if (!s.pass()) fail("lse", "max_err " + std::to_string(s.max_err) + " bad " + std::to_string(s.bad));
+    }
+    return;
+  }
+  const std::vector<double> dO = read_dense(c.dout);
+  std::vector<double> dq(q.size()), dk(k.size()), dv(v.size()), ndq, ndk, ndv;
+  flashattn::reference::backward(rp, q.data(), k.data(), v.data(), dO.data(), dq.data(), dk.data(), dv.data());
+  const std::vector<double> gq = read_dense(c.dq), gk = read_dense(c.dk), gv = read_dense(c.dv);
+  expect_finite("dq", gq, dq);
+  expect_finite("dk", gk, dk);
+  expect_finite("dv", gv, dv);
+  if (!compare) return;
+  flashattn::reference::naive_backward(rp, dt, q, k, v, dO, &ndq, &ndk, &ndv);
+  const auto m = flashattn::reference::magnitudes(q, k, v, dO, pb.D, scale);
+  const int64_t group = pb.Hq / pb.Hkv;
+  const int64_t col = std::max(pb.Sk, pb.Sq * group);
+  expect_rule("dq", pb.dtype, gq, dq, ndq, pb.Sk, pb.D, m.dq);
+  expect_rule("dk", pb.dtype, gk, dk, ndk, col, pb.D, m.dk);
+  expect_rule("dv", pb.dtype, gv, dv, ndv, col, pb.D, m.dv);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Bytes in{data, size};
+  run_one(in);
+  return 0;
+}
