@@ -65,6 +65,12 @@ typedef struct fa_options {
   int32_t causal;       /* bottom-right aligned: j <= i + Sk - Sq */
   int32_t deterministic;/* backward: fixed accumulation order */
   void* stream;         /* cudaStream_t for CUDA tensors; NULL = default */
+  /* ALiBi and dropout (CPU backend only; CUDA answers FA_ERR_UNSUPPORTED;
+   * padded batches only). Semantics in flashattn.hpp (Options). */
+  fa_tensor alibi_slopes;  /* optional (data NULL = off): fp32 [heads_q] or [batch, heads_q] */
+  float dropout_p;         /* in [0, 1); 0 = off */
+  uint64_t dropout_seed;   /* Philox key */
+  uint64_t dropout_offset; /* Philox counter offset: a new one per call */
 } fa_options;
 
 typedef struct fa_forward_args {
@@ -72,6 +78,8 @@ typedef struct fa_forward_args {
   fa_tensor out;     /* [B, Sq, Hq, D], dtype of q */
   fa_tensor lse;     /* optional (data NULL = not written): fp32 [B, Hq, Sq] */
   fa_options options;
+  fa_tensor dropout_mask; /* optional testing aid with dropout: int32 [B, Hq, Sq, Sk]
+                             receives the keep mask (1 kept, 0 dropped or masked) */
 } fa_forward_args;
 
 typedef struct fa_backward_args {
@@ -103,7 +111,7 @@ typedef struct fa_kvcache_args {
 } fa_kvcache_args;
 
 /* Defaults: scale 0 (= 1/sqrt(d)), no softcap, unbounded window, not
- * causal, not deterministic, default stream. */
+ * causal, not deterministic, default stream, no ALiBi, no dropout. */
 FA_API void fa_options_init(fa_options* options);
 
 /* A contiguous BSHD (or any row-major) tensor view. */

@@ -104,11 +104,16 @@ class Options(ctypes.Structure):
         ("causal", ctypes.c_int32),
         ("deterministic", ctypes.c_int32),
         ("stream", ctypes.c_void_p),
+        ("alibi_slopes", Tensor),  # data NULL = off (CPU backend only)
+        ("dropout_p", ctypes.c_float),
+        ("dropout_seed", ctypes.c_uint64),
+        ("dropout_offset", ctypes.c_uint64),
     ]
 
 
 class ForwardArgs(ctypes.Structure):
-    _fields_ = [(n, Tensor) for n in ("q", "k", "v", "out", "lse")] + [("options", Options)]
+    _fields_ = [(n, Tensor) for n in ("q", "k", "v", "out", "lse")] + [
+        ("options", Options), ("dropout_mask", Tensor)]
 
 
 class BackwardArgs(ctypes.Structure):
@@ -130,18 +135,21 @@ class KvCacheArgs(ctypes.Structure):
 
 # The sizes the C compiler gives these structs on LP64 (checked against the
 # header by python/tests/test_package.py, which compiles a probe).
-assert ctypes.sizeof(Tensor) == 88 and ctypes.sizeof(Options) == 40
+assert ctypes.sizeof(Tensor) == 88 and ctypes.sizeof(Options) == 152
 
 # Hot path: the front ends pack a whole argument block with one struct.pack
 # call (a few hundred ns) instead of filling ctypes structures field by field
 # (tens of microseconds per call).  A tensor is 13 values: data, dtype,
-# device, device_index, ndim, shape[4], stride[4]; options are 7 values in
-# fa_options order.  Same bytes as the ctypes structures above (tested).
+# device, device_index, ndim, shape[4], stride[4]; options are 23 values in
+# fa_options order (7 scalars, the alibi_slopes tensor's 13, dropout_p, seed,
+# offset; "4x" is the padding after dropout_p).  The forward block ends with
+# the dropout_mask tensor.  Same bytes as the ctypes structures above (tested).
 TENSOR_FORMAT = "Q4i4q4q"
-OPTIONS_FORMAT = "ffqqiiQ"
-FORWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 5 + OPTIONS_FORMAT)
+OPTIONS_FORMAT = "ffqqiiQ" + TENSOR_FORMAT + "f4xQQ"
+FORWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 5 + OPTIONS_FORMAT + TENSOR_FORMAT)
 BACKWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT)
 NO_TENSOR = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # e.g. lse not wanted
+NO_VARIANTS = NO_TENSOR + (0.0, 0, 0)  # options past stream: no ALiBi, no dropout
 assert FORWARD_PACK.size == ctypes.sizeof(ForwardArgs)
 assert BACKWARD_PACK.size == ctypes.sizeof(BackwardArgs)
 
@@ -274,9 +282,9 @@ def make_options(softmax_scale: float = 0.0, softcap: float = 0.0, window_left: 
                  window_right: int = -1, causal: bool = False, deterministic: bool = False,
                  stream: int = 0) -> Options:
     # Field by field rather than fa_options_init + patching: same values, one
-    # foreign call less per attention call.
+    # foreign call less per attention call.  ALiBi and dropout stay off.
     return Options(softmax_scale, softcap, window_left, window_right, int(bool(causal)),
-                   int(bool(deterministic)), stream or None)
+                   int(bool(deterministic)), stream or None, Tensor(), 0.0, 0, 0)
 
 
 def forward(args: ForwardArgs) -> None:
@@ -299,10 +307,16 @@ def forward_kvcache(args: KvCacheArgs) -> None:
     _check(lib().fa_forward_kvcache(ctypes.byref(args)))
 
 
+_FWD_VALUES_NO_MASK = 5 * 13 + 23
+
+
 def forward_packed(*values) -> None:
-    """fa_forward on FORWARD_PACK.pack(*values): q, k, v, out, lse, options."""
+    """fa_forward on FORWARD_PACK.pack(*values): q, k, v, out, lse, options
+    [, dropout_mask] (left out: none)."""
     if _raw_forward is None:
         lib()
+    if len(values) == _FWD_VALUES_NO_MASK:
+        values = values + NO_TENSOR
     status = _raw_forward(FORWARD_PACK.pack(*values))
     if status:
         _check(status)
@@ -319,10 +333,12 @@ def backward_packed(*values) -> None:
 
 def options_tuple(softmax_scale: float = 0.0, softcap: float = 0.0, window_left: int = -1,
                   window_right: int = -1, causal: bool = False, deterministic: bool = False,
-                  stream: int = 0) -> tuple:
-    """The 7 packed fa_options values."""
+                  stream: int = 0, alibi_slopes: tuple = NO_TENSOR, dropout_p: float = 0.0,
+                  dropout_seed: int = 0, dropout_offset: int = 0) -> tuple:
+    """The 23 packed fa_options values (alibi_slopes: 13 packed tensor values)."""
     return (softmax_scale, softcap, window_left, window_right, 1 if causal else 0,
-            1 if deterministic else 0, stream or 0)
+            1 if deterministic else 0, stream or 0, *alibi_slopes, dropout_p, dropout_seed,
+            dropout_offset)
 
 
 def forward_workspace_bytes(args: ForwardArgs) -> int:

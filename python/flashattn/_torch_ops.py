@@ -111,7 +111,7 @@ def _fwd_impl(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: boo
     _capi.forward_packed(*tq, *tk, *tv, *to,
                          lse.data_ptr(), _capi.FA_F32, fa_dev, idx, 3, B, Hq, Sq, 0, Hq * Sq, Sq, 1, 0,
                          softmax_scale, softcap, window_left, window_right, causal, deterministic,
-                         _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0)
+                         _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0, *_capi.NO_VARIANTS)
     return out, lse
 
 
@@ -150,7 +150,7 @@ def _bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
     fa_dev, idx = tq[2], tq[3]
     _capi.backward_packed(*tq, *tk, *tv, *to, *tdo, *_lse_values(lse), *tdq, *tdk, *tdv,
                           softmax_scale, softcap, window_left, window_right, causal, deterministic,
-                          _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0)
+                          _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0, *_capi.NO_VARIANTS)
     return dq, dk, dv
 
 

@@ -4,13 +4,23 @@ Same names, argument names, defaults and tensor layouts as
 ``flash_attn.flash_attn_interface``, so ``from flashattn import
 flash_attn_func`` can replace ``from flash_attn import flash_attn_func``.
 Features flashattn already has map straight through (softmax_scale, causal,
-window_size, softcap, deterministic, GQA/MQA, Sq != Sk); an argument that asks
+window_size, softcap, deterministic, GQA/MQA, Sq != Sk; dropout_p and
+alibi_slopes on CPU tensors, see below); an argument that asks
 for a feature flashattn does not have yet raises NotImplementedError naming
 the argument.  Variable-length batches (cu_seqlens, the three *_varlen_*
 functions, differentiable) and the KV cache (flash_attn_with_kvcache: in-place
 append, cache_seqlens, paged block_table, split-KV decode) are supported;
 rotary embedding, cache_batch_idx and cache_leftpad are not yet and raise.
 As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
+
+dropout_p / alibi_slopes (flash_attn_func, *_qkvpacked_func, *_kvpacked_func):
+implemented by the CPU backend; CUDA tensors raise NotImplementedError naming
+the option, and the varlen / KV-cache functions still refuse them.  Each call
+with dropout draws a fresh Philox seed from torch's default generator
+(torch.manual_seed makes it repeatable).  return_attn_probs=True returns
+(out, softmax_lse, mask) where mask is flashattn's int32 dropout keep mask
+[batch, nheads, seqlen_q, seqlen_k] (None without dropout) -- not flash-attn's
+S_dmask: the attention probabilities are never materialised.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import torch
 from ._common import resolve_options
 from ._torch_ops import _fast_path_ok, attention
 from . import _torch_varlen  # registers torch.ops.flashattn.varlen_* / kvcache_fwd
+from ._torch_variants import attention_variants
 
 __all__ = [
     "flash_attn_func",
@@ -45,17 +56,31 @@ def _opts(softmax_scale, causal, window_size, softcap, deterministic) -> dict:
 def _unsupported(fn: str, dropout_p: float, alibi_slopes, return_attn_probs: bool) -> None:
     if dropout_p:
         raise NotImplementedError(
-            f"{fn}: dropout_p={dropout_p} is not supported by flashattn yet (attention dropout "
-            "is a later feature); pass dropout_p=0.0")
+            f"{fn}: dropout_p={dropout_p} is not supported with varlen or KV-cache arguments yet "
+            "(flash_attn_func and the packed padded functions have it on CPU); pass dropout_p=0.0")
     if alibi_slopes is not None:
         raise NotImplementedError(
-            f"{fn}: alibi_slopes is not supported by flashattn yet (ALiBi is a later feature); "
-            "pass alibi_slopes=None")
+            f"{fn}: alibi_slopes is not supported with varlen or KV-cache arguments yet "
+            "(flash_attn_func and the packed padded functions have it on CPU); pass alibi_slopes=None")
     if return_attn_probs:
         raise NotImplementedError(
             f"{fn}: return_attn_probs=True is not supported by flashattn (it never materialises "
             "the attention matrix); use flashattn.attention(..., return_lse=True) for the "
             "log-sum-exp")
+
+
+def _variants(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+              deterministic, return_attn_probs):
+    """ALiBi / dropout / return_attn_probs through torch.ops.flashattn.fwd_variants."""
+    o = _resolved(softmax_scale, causal, window_size, softcap)
+    out, lse, mask = attention_variants(q, k, v, alibi_slopes=alibi_slopes,
+                                        dropout_p=float(dropout_p), return_mask=return_attn_probs,
+                                        deterministic=deterministic, **o)
+    return (out, lse, mask) if return_attn_probs else out
+
+
+def _wants_variants(dropout_p, alibi_slopes, return_attn_probs) -> bool:
+    return bool(dropout_p) or alibi_slopes is not None or bool(return_attn_probs)
 
 
 def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
@@ -65,7 +90,9 @@ def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: Optional[flo
     """q: (batch, seqlen_q, nheads, headdim); k, v: (batch, seqlen_k, nheads_k,
     headdim), nheads % nheads_k == 0.  Returns out (batch, seqlen_q, nheads,
     headdim).  Causal masking is aligned to the bottom-right corner."""
-    _unsupported("flash_attn_func", dropout_p, alibi_slopes, return_attn_probs)
+    if _wants_variants(dropout_p, alibi_slopes, return_attn_probs):
+        return _variants(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
+                         alibi_slopes, deterministic, return_attn_probs)
     return attention(q, k, v, **_opts(softmax_scale, causal, window_size, softcap, deterministic))
 
 
@@ -75,10 +102,12 @@ def flash_attn_qkvpacked_func(qkv, dropout_p: float = 0.0, softmax_scale: Option
                               deterministic: bool = False, return_attn_probs: bool = False):
     """qkv: (batch, seqlen, 3, nheads, headdim).  Q, K and V are read in place
     (strided views, no copy)."""
-    _unsupported("flash_attn_qkvpacked_func", dropout_p, alibi_slopes, return_attn_probs)
     if qkv.dim() != 5 or qkv.shape[2] != 3:
         raise ValueError(f"qkv: expected shape (batch, seqlen, 3, nheads, headdim), got {tuple(qkv.shape)}")
     q, k, v = qkv.unbind(2)
+    if _wants_variants(dropout_p, alibi_slopes, return_attn_probs):
+        return _variants(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
+                         alibi_slopes, deterministic, return_attn_probs)
     return attention(q, k, v, **_opts(softmax_scale, causal, window_size, softcap, deterministic))
 
 
@@ -88,10 +117,12 @@ def flash_attn_kvpacked_func(q, kv, dropout_p: float = 0.0, softmax_scale: Optio
                              return_attn_probs: bool = False):
     """q: (batch, seqlen_q, nheads, headdim); kv: (batch, seqlen_k, 2, nheads_k,
     headdim)."""
-    _unsupported("flash_attn_kvpacked_func", dropout_p, alibi_slopes, return_attn_probs)
     if kv.dim() != 5 or kv.shape[2] != 2:
         raise ValueError(f"kv: expected shape (batch, seqlen_k, 2, nheads_k, headdim), got {tuple(kv.shape)}")
     k, v = kv.unbind(2)
+    if _wants_variants(dropout_p, alibi_slopes, return_attn_probs):
+        return _variants(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
+                         alibi_slopes, deterministic, return_attn_probs)
     return attention(q, k, v, **_opts(softmax_scale, causal, window_size, softcap, deterministic))
 
 

@@ -169,15 +169,14 @@ def test_flash_attn_functions_map_to_attention():
     ({"alibi_slopes": "slopes"}, "alibi_slopes"),
     ({"return_attn_probs": True}, "return_attn_probs"),
 ])
-def test_flash_attn_unsupported_arguments_raise(kwargs, match):
+def test_flash_attn_varlen_unsupported_arguments_raise(kwargs, match):
+    """The padded functions have ALiBi / dropout (python/tests/test_variants.py);
+    the varlen ones refuse them, naming the argument."""
     torch = pytest.importorskip("torch")
-    q = torch.randn(1, 4, 2, 16)
-    qkv = torch.randn(1, 4, 3, 2, 16)
-    for fn, args in ((flashattn.flash_attn_func, (q, q, q)),
-                     (flashattn.flash_attn_qkvpacked_func, (qkv,)),
-                     (flashattn.flash_attn_kvpacked_func, (q, qkv[:, :, 1:]))):
-        with pytest.raises(NotImplementedError, match=match):
-            fn(*args, **kwargs)
+    q = torch.randn(4, 2, 16)
+    cu = torch.tensor([0, 4], dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match=match):
+        flashattn.flash_attn_varlen_func(q, q, q, cu, cu, 4, 4, **kwargs)
 
 
 @pytest.mark.parametrize("name, kwargs, match", [
@@ -206,8 +205,15 @@ def test_packed_arguments_equal_the_ctypes_structs():
     fwd = _capi.ForwardArgs(*ts[:5], o)
     bwd = _capi.BackwardArgs(*ts, o)
     flat = [x for v in vals for x in v]
-    assert _capi.FORWARD_PACK.pack(*flat[:65], *opts) == ctypes.string_at(ctypes.addressof(fwd), ctypes.sizeof(fwd))
-    assert _capi.BACKWARD_PACK.pack(*flat, *opts) == ctypes.string_at(ctypes.addressof(bwd), ctypes.sizeof(bwd))
+    packed = _capi.options_tuple(*opts)
+    assert _capi.FORWARD_PACK.pack(*flat[:65], *packed, *_capi.NO_TENSOR) == ctypes.string_at(ctypes.addressof(fwd), ctypes.sizeof(fwd))
+    assert _capi.BACKWARD_PACK.pack(*flat, *packed) == ctypes.string_at(ctypes.addressof(bwd), ctypes.sizeof(bwd))
+    # ALiBi and dropout fields in place: the same bytes both ways.
+    o2 = _capi.Options(*opts[:6], opts[6], ts[8], 0.25, 2**64 - 3, 7)
+    packed2 = _capi.options_tuple(*opts, alibi_slopes=vals[8], dropout_p=0.25, dropout_seed=2**64 - 3,
+                                  dropout_offset=7)
+    fwd2 = _capi.ForwardArgs(*ts[:5], o2, ts[7])
+    assert _capi.FORWARD_PACK.pack(*flat[:65], *packed2, *vals[7]) == ctypes.string_at(ctypes.addressof(fwd2), ctypes.sizeof(fwd2))
 
 
 def test_compile_fullgraph_when_flashattn_is_imported_before_torch():

@@ -32,6 +32,10 @@ flashattn::Options to_options(const fa_options& o) {
   r.causal = o.causal != 0;
   r.deterministic = o.deterministic != 0;
   r.stream = o.stream;
+  r.alibi_slopes = to_view(o.alibi_slopes);
+  r.dropout_p = o.dropout_p;
+  r.dropout_seed = o.dropout_seed;
+  r.dropout_offset = o.dropout_offset;
   return r;
 }
 
@@ -70,6 +74,7 @@ flashattn::ForwardArgs to_forward(const fa_forward_args& a) {
   r.out = to_view(a.out);
   r.lse = to_view(a.lse);
   r.options = to_options(a.options);
+  r.dropout_mask = to_view(a.dropout_mask);
   return r;
 }
 
@@ -90,7 +95,8 @@ flashattn::BackwardArgs to_backward(const fa_backward_args& a) {
 
 fa_status check_forward_ndims(const fa_forward_args& a) {
   const std::pair<const char*, const fa_tensor*> ts[] = {
-      {"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out}, {"lse", &a.lse}};
+      {"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out}, {"lse", &a.lse},
+      {"options.alibi_slopes", &a.options.alibi_slopes}, {"dropout_mask", &a.dropout_mask}};
   for (auto [n, t] : ts) {
     if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
   }
@@ -100,7 +106,8 @@ fa_status check_forward_ndims(const fa_forward_args& a) {
 fa_status check_backward_ndims(const fa_backward_args& a) {
   const std::pair<const char*, const fa_tensor*> ts[] = {
       {"q", &a.q},     {"k", &a.k},     {"v", &a.v},   {"out", &a.out}, {"dout", &a.dout},
-      {"lse", &a.lse}, {"dq", &a.dq},   {"dk", &a.dk}, {"dv", &a.dv}};
+      {"lse", &a.lse}, {"dq", &a.dq},   {"dk", &a.dk}, {"dv", &a.dv},
+      {"options.alibi_slopes", &a.options.alibi_slopes}};
   for (auto [n, t] : ts) {
     if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
   }
@@ -129,7 +136,8 @@ fa_status check_kvcache_ndims(const fa_kvcache_args& a) {
   const std::pair<const char*, const fa_tensor*> ts[] = {
       {"q", &a.q},         {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
       {"cache_seqlens", &a.cache_seqlens},          {"block_table", &a.block_table},
-      {"k_new", &a.k_new}, {"v_new", &a.v_new},     {"out", &a.out}, {"lse", &a.lse}};
+      {"k_new", &a.k_new}, {"v_new", &a.v_new},     {"out", &a.out}, {"lse", &a.lse},
+      {"options.alibi_slopes", &a.options.alibi_slopes}};
   for (auto [n, t] : ts) {
     if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
   }

@@ -325,6 +325,74 @@ Status check_index(const char* name, const TensorView& t, int ndim, const Tensor
   return Status::Ok();
 }
 
+// ALiBi slopes and dropout (flashattn.hpp, Options), after fill_common.
+// per_sequence: varlen or KV cache, where neither is implemented yet.
+Status fill_variants(const Options& opt, const TensorView& q, bool per_sequence, AttnParams* p) {
+  const bool alibi = opt.alibi_slopes.data != nullptr;
+  if (!std::isfinite(opt.dropout_p) || opt.dropout_p < 0.0f || opt.dropout_p >= 1.0f) {
+    return invalid("options.dropout_p: expected a value in [0, 1), got " + std::to_string(opt.dropout_p));
+  }
+  if (per_sequence && (alibi || opt.dropout_p > 0.0f)) {
+    return Status::Error(ErrorCode::Unsupported,
+                         std::string(alibi ? "options.alibi_slopes" : "options.dropout_p") +
+                             ": not supported with varlen or KV-cache arguments yet "
+                             "(padded batches only)");
+  }
+  if (alibi) {
+    const TensorView& a = opt.alibi_slopes;
+    const int64_t B = p->batch, Hq = p->heads_q;
+    if (a.ndim != 1 && a.ndim != 2) {
+      return invalid("options.alibi_slopes: expected fp32 [heads_q] or [batch, heads_q], got ndim " +
+                     std::to_string(a.ndim));
+    }
+    if (a.dtype != DType::F32) {
+      return invalid("options.alibi_slopes: expected dtype fp32, got dtype code " +
+                     std::to_string(static_cast<int>(a.dtype)));
+    }
+    if (a.device != q.device || a.device_index != q.device_index) {
+      return invalid("options.alibi_slopes: must be on the same device as q");
+    }
+    const bool per_batch = a.ndim == 2;
+    if ((per_batch && (a.shape[0] != B || a.shape[1] != Hq)) || (!per_batch && a.shape[0] != Hq)) {
+      return invalid("options.alibi_slopes: expected shape [" + std::to_string(Hq) + "] or [" +
+                     std::to_string(B) + ", " + std::to_string(Hq) + "], got " + shape_str(a));
+    }
+    const int last = a.ndim - 1;
+    if (a.shape[last] > 1 && a.stride[last] != 1) {
+      return invalid("options.alibi_slopes: the heads dimension must be contiguous (stride 1), got " +
+                     std::to_string(a.stride[last]));
+    }
+    if (per_batch && (a.stride[0] < 0 || a.stride[0] > kMaxElements)) {
+      return invalid("options.alibi_slopes: batch stride must be in [0, 2^48], got " +
+                     std::to_string(a.stride[0]));
+    }
+    p->alibi_slopes = static_cast<const float*>(a.data);
+    p->alibi_batch_stride = per_batch ? a.stride[0] : 0;
+  }
+  p->dropout_p = opt.dropout_p;
+  p->dropout_seed = opt.dropout_seed;
+  p->dropout_offset = opt.dropout_offset;
+  return Status::Ok();
+}
+
+// The dropout keep mask a forward may return (ForwardArgs::dropout_mask).
+Status check_dropout_mask(const ForwardArgs& a, const AttnParams& p) {
+  const TensorView& m = a.dropout_mask;
+  if (m.data == nullptr) return Status::Ok();
+  if (p.dropout_p <= 0.0f) {
+    return invalid("dropout_mask: only returned with options.dropout_p > 0");
+  }
+  if (Status s = check_index("dropout_mask", m, 4, a.q); !s.ok()) return s;
+  const Dims want{p.batch, p.heads_q, p.seqlen_q, p.seqlen_k};
+  for (int i = 0; i < 4; ++i) {
+    if (m.shape[i] != want[size_t(i)]) {
+      return invalid("dropout_mask: expected shape [batch, heads_q, seqlen_q, seqlen_k] = " +
+                     dims_str(want) + ", got " + shape_str(m));
+    }
+  }
+  return Status::Ok();
+}
+
 // A packed varlen tensor [total, heads, head_dim] as the [1, total, heads,
 // head_dim] view the common checks take (batch stride 0: the sequence offsets
 // come from cu_seqlens).
@@ -427,6 +495,7 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
   if (Status s = as_packed("v", a.v, &v); !s.ok()) return s;
   if (Status s = as_packed("out", a.out, &out); !s.ok()) return s;
   if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
+  if (Status s = fill_variants(a.options, a.q, true, p); !s.ok()) return s;
   const int64_t total_q = q.shape[1], total_k = k.shape[1], Hq = p->heads_q, D = p->head_dim;
   if (Status s = check_bshd("out", out, {1, total_q, Hq, D}); !s.ok()) return s;
   if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
@@ -473,6 +542,7 @@ Status make_backward_params_varlen(const BackwardArgs& a, BwdParams* p) {
     if (Status s = as_packed(name, *tv.first, tv.second); !s.ok()) return s;
   }
   if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
+  if (Status s = fill_variants(a.options, a.q, true, p); !s.ok()) return s;
   const int64_t Tq = q.shape[1], Tk = k.shape[1], Hq = p->heads_q, Hkv = p->heads_kv,
                 D = p->head_dim;
   struct Spec {
@@ -536,6 +606,8 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
   try {
     if (a.varlen.enabled()) return make_forward_params_varlen(a, p);
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
+    if (Status s = fill_variants(a.options, a.q, false, p); !s.ok()) return s;
+    if (Status s = check_dropout_mask(a, *p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Hq = p->heads_q, D = p->head_dim;
     if (Status s = check_bshd("out", a.out, {B, Sq, Hq, D}); !s.ok()) return s;
     if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
@@ -546,10 +618,11 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
     }
     std::vector<Named> outputs{{"out", &a.out}};
     if (has_lse) outputs.push_back({"lse", &a.lse});
-    if (Status s = check_disjoint(outputs, {{"q", &a.q}, {"k", &a.k}, {"v", &a.v}});
-        !s.ok()) {
-      return s;
-    }
+    if (a.dropout_mask.data) outputs.push_back({"dropout_mask", &a.dropout_mask});
+    std::vector<Named> inputs{{"q", &a.q}, {"k", &a.k}, {"v", &a.v}};
+    if (p->alibi_slopes) inputs.push_back({"options.alibi_slopes", &a.options.alibi_slopes});
+    if (Status s = check_disjoint(outputs, inputs); !s.ok()) return s;
+    p->dropout_mask = static_cast<int32_t*>(a.dropout_mask.data);
     p->out = a.out.data;
     p->o_str = strides_of(a.out);
     p->lse = has_lse ? static_cast<float*>(a.lse.data) : nullptr;
@@ -565,6 +638,7 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
   try {
     if (a.varlen.enabled()) return make_backward_params_varlen(a, p);
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
+    if (Status s = fill_variants(a.options, a.q, false, p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, Hq = p->heads_q,
                   Hkv = p->heads_kv, D = p->head_dim;
     const DType dt = a.q.dtype;
@@ -591,6 +665,13 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
                                    {"dout", &a.dout}, {"lse", &a.lse}});
         !s.ok()) {
       return s;
+    }
+    if (p->alibi_slopes) {
+      if (Status s = check_disjoint({{"dq", &a.dq}, {"dk", &a.dk}, {"dv", &a.dv}},
+                                    {{"options.alibi_slopes", &a.options.alibi_slopes}});
+          !s.ok()) {
+        return s;
+      }
     }
     p->out = a.out.data;
     p->dout = a.dout.data;
@@ -653,6 +734,7 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
     {
       // Reuse the common checks with the names callers see.
       Status s = fill_common(a.q, kc, vc, a.options, p);
+      if (s.ok()) s = fill_variants(a.options, a.q, true, p);
       if (!s.ok()) {
         std::string m = s.message;
         if (m.rfind("k:", 0) == 0) m = "k_cache:" + m.substr(2);

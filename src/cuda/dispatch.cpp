@@ -147,6 +147,12 @@ Status check_device(int device, size_t smem_needed, const char* what) {
 
 // Checks that need no device; fills `k` with the kernels to run.
 Status check_params(const AttnParams& p, Kernels& k) {
+  // The CPU backend implements these (src/cpu/kernels/variants.hpp); the CUDA
+  // kernels do not yet, and silently ignoring either would be wrong.
+  if (p.alibi_slopes != nullptr)
+    return unsupported("options.alibi_slopes (ALiBi) is not implemented on CUDA yet; the CPU backend has it");
+  if (p.dropout_p > 0.0f)
+    return unsupported("options.dropout_p (dropout) is not implemented on CUDA yet; the CPU backend has it");
   if (p.dtype == DType::F32)
     return Status::Error(ErrorCode::Unsupported, "CUDA backend supports fp16 and bf16 (got fp32)");
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("unknown dtype");

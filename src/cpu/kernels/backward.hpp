@@ -37,6 +37,7 @@
 #include "gemm.hpp"
 #include "tile_mask.hpp"
 #include "tiles.hpp"
+#include "variants.hpp"
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
@@ -45,7 +46,7 @@ struct BwdLayout {
   // Per group (float offsets from the group's base).
   size_t kt, vt, kr, dk, dv, q, dout, dq, lse, dsum, per_group;
   // Per thread.
-  size_t s, dps, per_thread;
+  size_t s, dps, kpos, zr, per_thread;
 };
 
 inline BwdLayout bwd_layout(const BwdParams& p, int nthreads) {
@@ -74,6 +75,8 @@ inline BwdLayout bwd_layout(const BwdParams& p, int nthreads) {
   Carver t;
   L.s = t.take(BR * BC);
   L.dps = t.take(BR * BC);
+  L.kpos = t.take(BC);  // ALiBi: key positions of the tile as floats
+  L.zr = t.take(BC);    // dropout: Z / (1 - p) of one row's keys
   L.per_thread = t.floats;
   return L;
 }
@@ -127,6 +130,24 @@ inline vf p_and_ds(vf acc, vf lse, vf dsum, vf& dp, bool capped, float cap) {
   return pv;
 }
 
+// p_and_ds with ALiBi and dropout: the bias joins the score after the cap;
+// zr = Z / (1 - p) scales dP~ = dO V^T into dP (so dS = P o (dP - D), D
+// unchanged: rowsum(P o dP) = rowsum(dO o O)) and P into the P~ that dV
+// takes. Returns P~; dp becomes dS.
+inline vf p_and_ds_variants(vf acc, vf bias, vf zr, vf lse, vf dsum, vf& dp, bool capped,
+                            float cap) {
+  const vf zero = vsplat(0.0f);
+  vf sv = acc, tang = vsplat(1.0f);
+  if (capped) {
+    vf t = vtanh(acc);
+    sv = vsel(acc == vsplat(kNegInf), vsplat(kNegInf), vsplat(cap) * t);
+    tang = vsplat(1.0f) - t * t;
+  }
+  vf pv = vexp(vmin(zero, sv + bias - lse));
+  dp = pv * (dp * zr - dsum) * tang;
+  return pv * zr;
+}
+
 // Group prologue, KV side: K rows, K^T and V^T of KV tile j; zero dK, dV.
 template <class T>
 void bwd_load_kv(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int64_t hk,
@@ -171,7 +192,7 @@ void bwd_load_q(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int
 
 // One tile pair (query tile i, KV tile j) for every query head of the group.
 inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout& L, float* G,
-                     float* W, int64_t i, int64_t j) {
+                     float* W, int64_t i, int64_t j, int64_t b, int64_t hk) {
   const int64_t d = p.head_dim, dp = L.dpad, g = p.group();
   const int64_t r0 = i * BR, nq = std::min(BR, p.seqlen_q - r0);
   const int64_t c0 = j * BC, nk = std::min(BC, p.seqlen_k - c0), nkc = round_up(nk, VW);
@@ -185,6 +206,8 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
   const float* krows = G + L.kr + c0 * dp;
   float *dk = G + L.dk + c0 * dp, *dv = G + L.dv + c0 * dp;
   float *s = W + L.s, *dps = W + L.dps;
+  const bool variants = p.has_variants();
+  if (variants) key_positions(W + L.kpos, c0, nk);
   for (int64_t hl = 0; hl < g; ++hl) {
     const int64_t r = hl * p.seqlen_q + r0;
     const float *q = G + L.q + r * dp, *dout = G + L.dout + r * dp;
@@ -193,6 +216,22 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
     gemm<false>(nq, nkc, d, q, dp, 1, kt, BC, s, BC);       // S = (scale Q) K^T
     gemm<false>(nq, nkc, d, dout, dp, 1, vt, BC, dps, BC);  // dP = dO V^T
     if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk);
+    if (variants) {
+      const Variants var(p, b, hk * g + hl);
+      float* zr = W + L.zr;
+      for (int64_t jj = 0; jj < nkc; ++jj) zr[jj] = 1.0f;
+      for (int64_t ii = 0; ii < nq; ++ii) {
+        const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
+        if (var.dropout) var.keep_row(r0 + ii, c0, nk, zr);
+        for (int64_t jj = 0; jj < nkc; jj += VW) {
+          const vf bias = var.alibi ? var.bias(r0 + ii, vload(W + L.kpos + jj)) : vsplat(0.0f);
+          vf dpv = vload(dps + ii * BC + jj);
+          vstore(s + ii * BC + jj, p_and_ds_variants(vload(s + ii * BC + jj), bias, vload(zr + jj),
+                                                     li, di, dpv, capped, cap));
+          vstore(dps + ii * BC + jj, dpv);
+        }
+      }
+    } else {
     for (int64_t ii = 0; ii < nq; ++ii) {
       const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
       for (int64_t jj = 0; jj < nkc; jj += VW) {
@@ -200,6 +239,7 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
         vstore(s + ii * BC + jj, p_and_ds(vload(s + ii * BC + jj), li, di, dpv, capped, cap));
         vstore(dps + ii * BC + jj, dpv);
       }
+    }
     }
     gemm<true>(nk, dp, nq, s, 1, BC, dout, dp, dv, dp);      // dV += P^T dO
     gemm<true>(nk, dp, nq, dps, 1, BC, q, dp, dk, dp);       // dK += dS^T (scale Q)
@@ -237,7 +277,8 @@ void backward_t(const BwdParams& p, float* ws, int nthreads) {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t x = 0; x < ng * L.tk; ++x) {
           const int64_t j = x % L.tk, i = (j + t) % L.steps;
-          if (i < L.tq) bwd_pair(p, mask, L, group_base(x / L.tk), W, i, j);
+          const int64_t gg = g0 + x / L.tk;
+          if (i < L.tq) bwd_pair(p, mask, L, group_base(x / L.tk), W, i, j, gg / p.heads_kv, gg % p.heads_kv);
         }
       }
 #pragma omp for schedule(static) nowait

@@ -33,12 +33,13 @@
 #include "gemm.hpp"
 #include "tile_mask.hpp"
 #include "tiles.hpp"
+#include "variants.hpp"
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
 struct FwdLayout {
   int64_t dpad;                              // head_dim rounded up to whole vectors
-  size_t qt, k, v, s, o, m, l, al, tmp, lohi, per_thread;  // float offsets in one thread's slice
+  size_t qt, k, v, s, o, m, l, al, tmp, lohi, qpos, zr, per_thread;  // float offsets in one thread's slice
 };
 
 inline FwdLayout fwd_layout(int64_t d) {
@@ -55,6 +56,8 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.al = c.take(FBR);            // exp(m_old - m_new) of the current tile
   L.tmp = c.take(L.dpad);
   L.lohi = c.take(2 * FBR);         // int32 key bounds per query column (masking)
+  L.qpos = c.take(FBR);             // ALiBi: i + Sk - Sq per query column
+  L.zr = c.take(FBC);               // dropout: Z / (1 - p) of one column's keys
   L.per_thread = c.floats;
   return L;
 }
@@ -85,9 +88,10 @@ inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* p
 template <class KV>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
-            const KV& V, float cap) {
+            const KV& V, float cap, const Variants* var = nullptr) {
   const int64_t dp = L.dpad;
   const bool capped = cap > 0.0f;
+  const bool alibi = var && var->alibi, dropout = var && var->dropout;
   float *qt = ws + L.qt, *kb = ws + L.k, *vb = ws + L.v, *s = ws + L.s, *o = ws + L.o;
   float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al;
   const int32_t* lo = reinterpret_cast<const int32_t*>(ws + L.lohi);
@@ -123,9 +127,12 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
         prefetch_rows(V, a, e, d);
       }
       vf mx = vsplat(kNegInf);
+      const vf qp = alibi ? vload(ws + L.qpos + c) : vsplat(0.0f);
       for (int64_t j = 0; j < nk; ++j) {
         vf x = vload(s + j * FBR + c);
-        if (capped) { x = vsoftcap(x, cap); vstore(s + j * FBR + c, x); }
+        if (capped) x = vsoftcap(x, cap);
+        if (alibi) x += var->bias_q(qp, c0 + j);  // after the cap, as flash-attn
+        if (capped || alibi) vstore(s + j * FBR + c, x);
         mx = vmax(mx, x);
       }
       vf mold = vload(m + c), mnew = vmax(mold, mx);
@@ -143,8 +150,23 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       vstore(m + c, mnew);
       vstore(al + c, alpha);
     }
+    // Dropout after l took the undropped P (the LSE is of the undropped
+    // softmax): P~ = P o Z / (1 - p) goes into O.
+    if (dropout) {
+      float* zr = ws + L.zr;
+      for (int64_t c = 0; c < nq; ++c) {
+        const int64_t i = var->row0 + c;
+        var->keep_row(i, c0, nk, zr);
+        for (int64_t j = 0; j < nk; ++j) s[j * FBR + c] *= zr[j];
+        if (var->mask) {
+          int32_t* mrow = var->mask + i * var->seqlen_k;
+          for (int64_t j = 0; j < nk; ++j)
+            if (c0 + j >= lo[c] && c0 + j < hi[c]) mrow[c0 + j] = zr[j] != 0.0f;
+        }
+      }
+    }
     // O = diag(alpha) O + P V, with P read as (P^T)^T.
-    if (partial && vbad != 0.0f) {
+    if ((partial || dropout) && vbad != 0.0f) {
       pv_skipping_zeros(nq, dp, nk, s, vb, o, al);
     } else {
       gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, dp, o, dp, al);
@@ -223,9 +245,15 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
                                           [&](int64_t c, int64_t* hh, int64_t* i) { *hh = h; *i = r0 + c; });
   const KeyRange kr = cb.keys;
   const int64_t c_begin = kr.empty() ? kr.end : kr.begin / FBC * FBC;
+  Variants var(p, b, h);
+  if (var.any()) {
+    var.row0 = r0;
+    if (p.dropout_mask) var.mask = p.dropout_mask + (b * p.heads_q + h) * p.seqlen_q * p.seqlen_k;
+    for (int64_t c = 0; c < ncol; ++c) ws[L.qpos + c] = float(r0 + c + var.offset);
+  }
   attend(L, ws, p.head_dim, nq, ncol, p.seqlen_k, c_begin, kr.end, cb.full_lo, cb.full_hi,
          kv_rows<T, PAGED>(p, p.k, p.k_str, b, hk), kv_rows<T, PAGED>(p, p.v, p.v_str, b, hk),
-         p.softcap);
+         p.softcap, var.any() ? &var : nullptr);
   for (int64_t i = 0; i < nq; ++i) store_column<T>(p, L, ws, i, b, h, r0 + i);
 }
 
@@ -280,7 +308,10 @@ void forward_seq(const FwdParams& p, float* ws, int nthreads) {
 
 // ---- decode: packed GQA, split KV ----------------------------------------------
 
-inline bool use_decode(const FwdParams& p) { return p.seqlen_q * p.group() <= FBR; }
+// ALiBi and dropout run on the per-query-tile path only (their per-column
+// (b, h, i) bookkeeping lives there); the API refuses them for per-sequence
+// batches, which is what the decode path mostly serves.
+inline bool use_decode(const FwdParams& p) { return p.seqlen_q * p.group() <= FBR && !p.has_variants(); }
 
 // Key-range pieces per (sequence, kv head). Splitting pays when the
 // (sequence, kv head) units are too few to occupy the threads. The count
