@@ -5,8 +5,12 @@
 //
 //   bench_window [--seqlen 8192] [--hdim 128] [--heads 1] [--repeat 5]
 //                [--windows 128,256,...] [--backward]
-// CSV on stdout: pass,seqlen,hdim,heads,window,keys_per_query,threads,
-//   median_ms,min_ms,max_ms,ms_per_1k_keys_per_query
+// CSV on stdout: pass,seqlen,hdim,heads,window,keys_per_query,
+//   tile_keys_per_query,threads,median_ms,min_ms,max_ms,ms_per_1k_tile_keys
+// keys_per_query: keys a query row sees (mean); tile_keys_per_query: keys in
+// the key tiles the forward visits for the row's query tile (mean), i.e. the
+// work done, from the forward's tile sizes (256 query rows x 64 keys,
+// src/cpu/kernels/tiles.hpp): about 2 * window + 256 + 64.
 // window = -1 is full attention. Each configuration is timed `repeat` times
 // after one warm-up; the spread (min..max) is reported because the machine
 // is shared.
@@ -73,7 +77,9 @@ int main(int argc, char** argv) {
     for (float& e : *x) e = nd(g);
   auto view = [&](std::vector<float>& x) { return TensorView::contiguous(x.data(), DType::F32, {1, S, H, D}); };
 
-  std::printf("pass,seqlen,hdim,heads,window,keys_per_query,threads,median_ms,min_ms,max_ms,ms_per_1k_keys_per_query\n");
+  std::printf("pass,seqlen,hdim,heads,window,keys_per_query,tile_keys_per_query,threads,median_ms,min_ms,"
+              "max_ms,ms_per_1k_tile_keys\n");
+  constexpr int64_t kTileQ = 256, kTileK = 64;  // FBR, FBC of the CPU forward
   for (int64_t w : windows) {
     flashattn::Options opt;
     opt.window_left = w;
@@ -104,6 +110,14 @@ int main(int argc, char** argv) {
       keys += double(hi - lo);
     }
     keys /= double(S);
+    double tile_keys = 0;
+    for (int64_t r0 = 0; r0 < S; r0 += kTileQ) {
+      const int64_t r1 = std::min(S, r0 + kTileQ);
+      const int64_t lo = w < 0 ? 0 : std::max<int64_t>(0, r0 - w) / kTileK * kTileK;
+      const int64_t hi = w < 0 ? S : std::min<int64_t>(S, r1 - 1 + w + 1);
+      tile_keys += double(hi - lo) * double(r1 - r0);
+    }
+    tile_keys /= double(S);
     for (int pass = 0; pass < (backward ? 2 : 1); ++pass) {
       auto run = [&] {
         const flashattn::Status st = pass == 0 ? flashattn::forward(fa) : flashattn::backward(ba);
@@ -118,9 +132,9 @@ int main(int argc, char** argv) {
       }
       std::sort(t.begin(), t.end());
       const double med = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
-      std::printf("%s,%lld,%lld,%lld,%lld,%.1f,%d,%.2f,%.2f,%.2f,%.3f\n", pass ? "bwd" : "fwd",
-                  (long long)S, (long long)D, (long long)H, (long long)w, keys, omp_get_max_threads(),
-                  med, t.front(), t.back(), med / (keys / 1000.0));
+      std::printf("%s,%lld,%lld,%lld,%lld,%.1f,%.1f,%d,%.2f,%.2f,%.2f,%.3f\n", pass ? "bwd" : "fwd",
+                  (long long)S, (long long)D, (long long)H, (long long)w, keys, tile_keys,
+                  omp_get_max_threads(), med, t.front(), t.back(), med / (tile_keys / 1000.0));
       std::fflush(stdout);
     }
   }
