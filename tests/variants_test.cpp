@@ -340,6 +340,25 @@ TEST(Dropout, ForwardBackwardAgainstReference) {
   check_against_reference(one, 25);
 }
 
+// The comparison above can fail: a backward whose mask differs from the
+// forward's (another offset) gives dV outside the rule.
+TEST(Dropout, BackwardWithAnotherMaskFailsTheRule) {
+  Problem p = base(64, 80, 2, 2, 32);
+  p.p = 0.3f;
+  Data d(p, 51);
+  ASSERT_TRUE(flashattn::forward(d.fwd()).ok());
+  auto b = d.bwd();
+  b.options.dropout_offset += 1;
+  ASSERT_TRUE(flashattn::backward(b).ok());
+  const auto rp = d.ref_problem();
+  const auto q = dbl(d.q), k = dbl(d.k), v = dbl(d.v), dO = dbl(d.dout);
+  std::vector<double> dq(q.size()), dk(k.size()), dv(v.size());
+  flashattn::reference::backward(rp, q.data(), k.data(), v.data(), dO.data(), dq.data(), dk.data(),
+                                 dv.data());
+  const auto m = flashattn::reference::magnitudes(q, k, v, dO, p.D, 1.0 / std::sqrt(double(p.D)));
+  EXPECT_FALSE(fa_test::within_rule("dv", DType::F32, dbl(d.dv), dv, {}, p.Sk, p.D, m.dv / 0.7));
+}
+
 TEST(AlibiDropout, CombinedAgainstReference) {
   Problem p = base(129, 129, 4, 1, 64);
   p.alibi = 2;
