@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/check.hpp"
@@ -321,6 +322,27 @@ TEST_P(EdgeShapes, KeysBeyond65536) {
   check_forward(dev, c);
   if (HasFatalFailure() || IsSkipped()) return;
   check_backward(dev, c);
+}
+
+// Deterministic backward (its own dQ path on CUDA) on small odd shapes, GQA,
+// causal and Sq != Sk both ways, against the reference; small enough for the
+// compute-sanitizer runs (bench/gpu/h200_run.sh).
+TEST_P(EdgeShapes, DeterministicBackwardSmall) {
+  const auto [dev, dt] = GetParam();
+  Case c;
+  c.dtype = dt;
+  c.batch = 2;
+  c.heads_q = 4;
+  c.heads_kv = 2;
+  c.head_dim = 64;
+  c.causal = true;
+  c.deterministic = true;
+  for (auto [sq, sk] : {std::pair<int64_t, int64_t>{113, 17}, {17, 113}}) {
+    c.seqlen_q = sq;
+    c.seqlen_k = sk;
+    check_backward(dev, c);
+    if (HasFatalFailure() || IsSkipped()) return;
+  }
 }
 
 // Head dims at the limits: 8 and 256 run (both backends where supported);

@@ -4,9 +4,10 @@
 # -DFLASHATTN_CUDA=ON). Logs go to $OUT (the device tool's return folder).
 #
 #   bench/gpu/h200_run.sh tests   GPU test sweep (Hopper + forced-sm80 forward),
-#                                 compute-sanitizer memcheck/racecheck/synccheck
+#                                 compute-sanitizer memcheck/racecheck/synccheck/initcheck
 #   bench/gpu/h200_run.sh python  pytest with CUDA tensors, GPT-block example
 #   bench/gpu/h200_run.sh bench   flashattn vs torch SDPA flash/cuDNN, DESIGN.md grid
+#   bench/gpu/h200_run.sh sanitize | final   (sanitizers alone | all, time-boxed order)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLASHATTN_BUILD_DIR:-$root/build-h200}
@@ -19,6 +20,8 @@ export PYTHONUNBUFFERED=1
 T="$build/tests/flashattn_gpu_tests"
 # Small shapes for the sanitizers: odd lengths, Sq != Sk both ways, GQA, causal.
 SAN_FILTER='Small/*bf16_b*_q113_k17_*d64*:Small/*_f16_b*_q17_k113_*d128*:Small/*bf16_b*_q113_k113_*d256*'
+# ... plus the deterministic backward (its separate dQ kernel) on small shapes.
+SAN_FILTER="$SAN_FILTER:Edge/EdgeShapes.DeterministicBackwardSmall/*"
 
 stage_tests() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -30,7 +33,14 @@ stage_tests() {
   FLASHATTN_DISABLE_SM90=1 timeout ${FA_T_SM80:-120} "$T" --gtest_brief=1 --gtest_filter='Small/*:Features/*' > "$out/gpu-sweep-sm80.log" 2>&1
   echo "rc=$?"
   grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/gpu-sweep-sm80.log" | head -n 20
-  for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck}; do
+  stage_sanitize
+}
+
+# The sanitizers alone (also the last step of `tests`), so a time-boxed run can
+# put them after the benchmark.
+stage_sanitize() {
+  # initcheck: device memory read before it is written (workspace, padding).
+  for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
     for sm90 in 0 1; do
       echo "== compute-sanitizer $tool (FLASHATTN_DISABLE_SM90=$sm90) =="
       FLASHATTN_DISABLE_SM90=$sm90 timeout ${FA_T_SAN:-60} compute-sanitizer --tool $tool --print-limit 20 \
@@ -53,6 +63,17 @@ stage_bench() {
 stage_all() {
   stage_tests
   stage_bench "$@"
+}
+
+# Everything in the order that matters when the device time runs out: the
+# sweeps, the ring's GPU tests, the benchmark, the sanitizers, then pytest.
+stage_final() {
+  FA_SANITIZERS=" " stage_tests
+  echo "== ring attention GPU tests =="
+  timeout ${FA_T_RING:-60} "$build/tests/flashattn_ring_gpu_tests" --gtest_brief=1 2>&1 | tail -n 6
+  stage_bench "$@"
+  stage_sanitize
+  stage_python
 }
 
 stage=${1:-tests}
