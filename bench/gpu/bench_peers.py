@@ -51,11 +51,15 @@ def header(out):
                              capture_output=True, text=True).stdout.strip()
     except OSError:
         drv = "?"
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(__file__)).stdout.strip() or os.environ.get("FLASHATTN_COMMIT", "?")
-    except OSError:
-        commit = os.environ.get("FLASHATTN_COMMIT", "?")
+    # The build's commit, when the caller names it, wins over the checkout's:
+    # on the device the checkout's HEAD need not be the commit that was built.
+    commit = os.environ.get("FLASHATTN_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                    cwd=os.path.dirname(__file__)).stdout.strip() or "?"
+        except OSError:
+            commit = "?"
     print(f"# device: {p.name}, driver {drv}; date {datetime.datetime.utcnow():%Y-%m-%dT%H:%MZ}; "
           f"flashattn commit {commit}; torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}",
           file=out, flush=True)

@@ -28,10 +28,13 @@ __global__ void __launch_bounds__(kCombineWarps * 32) combine_kernel(const FwdSe
   const int len_q = a.cu_q != nullptr ? a.cu_q[b + 1] - a.cu_q[b] : a.seqlen_q;
   if (i >= len_q) return;
 
+  // A NaN partial LSE (a non-finite input reached the row) must make the row
+  // NaN, so this max propagates NaN where fmaxf would drop it.
+  auto nan_max = [](float x, float y) { return (y > x || y != y) ? y : x; };
   float mx = -INFINITY;
-  for (int s = lane; s < a.nsplit; s += 32) mx = fmaxf(mx, a.lse_accum[s * rows + row]);
+  for (int s = lane; s < a.nsplit; s += 32) mx = nan_max(mx, a.lse_accum[s * rows + row]);
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  for (int o = 16; o > 0; o >>= 1) mx = nan_max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
 
   constexpr int kMaxPairs = 256 / 64;  // head dim <= 256
   float2 acc[kMaxPairs];
@@ -54,7 +57,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) combine_kernel(const FwdSe
       }
     }
   }
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  const float inv = sum != 0.f ? 1.f / sum : 0.f;
   T* out = static_cast<T*>(const_cast<void*>(a.o.ptr)) + b * a.o.sb + (q_off + i) * a.o.ss +
            static_cast<int64_t>(h) * a.o.sh;
 #pragma unroll
@@ -63,7 +66,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) combine_kernel(const FwdSe
     if (c < a.d) *reinterpret_cast<uint32_t*>(out + c) = pack2<T>(acc[k].x * inv, acc[k].y * inv);
   }
   if (a.lse != nullptr && lane == 0)
-    a.lse[b * a.lse_sb + h * a.lse_sh + q_off + i] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+    a.lse[b * a.lse_sb + h * a.lse_sh + q_off + i] = sum != 0.f ? mx + logf(sum) : -INFINITY;
 }
 
 }  // namespace flashattn::detail::cuda::sm80

@@ -67,7 +67,8 @@ struct OnlineSoftmax {
   }
 
   // Normalise o; returns the natural-log LSE per row (-inf for empty rows,
-  // whose o is then 0).
+  // whose o is then 0). Only sum == 0 means empty: a NaN sum (a non-finite
+  // input reached the row) gives a NaN row, as in the reference.
   template <int DT>
   __device__ __forceinline__ void finish(float (&o)[MT][DT][4], float mult, float (&lse)[MT][2]) {
 #pragma unroll
@@ -77,7 +78,7 @@ struct OnlineSoftmax {
         float sum = l[mt][h];
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        const bool any = sum > 0.f;
+        const bool any = sum != 0.f;
         const float inv = any ? 1.f / sum : 0.f;
         lse[mt][h] = any ? (m[mt][h] * mult + __log2f(sum)) * 0.6931471805599453f : -INFINITY;
 #pragma unroll

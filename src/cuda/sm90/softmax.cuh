@@ -99,14 +99,16 @@ struct OnlineSoftmax {
   }
 
   // Row sums over the quad; inv = 1/l (0 for a row with no visible key, which
-  // makes O = 0) and the natural-log LSE (-inf for such a row).
+  // makes O = 0) and the natural-log LSE (-inf for such a row). Only l == 0
+  // means "no key": a NaN l (a NaN or Inf input reached the row's scores) must
+  // give a NaN row, as in the reference, not a silently empty one.
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float t = l[r];
       t += __shfl_xor_sync(0xffffffffu, t, 1);
       t += __shfl_xor_sync(0xffffffffu, t, 2);
-      const bool empty = !(t > 0.f);
+      const bool empty = t == 0.f;
       inv[r] = empty ? 0.f : 1.f / t;
       lse[r] = empty ? -INFINITY : m[r] * scale + logf(t);
     }
