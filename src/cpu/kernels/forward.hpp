@@ -127,13 +127,22 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
         prefetch_rows(V, a, e, d);
       }
       vf mx = vsplat(kNegInf);
-      const vf qp = alibi ? vload(ws + L.qpos + c) : vsplat(0.0f);
-      for (int64_t j = 0; j < nk; ++j) {
-        vf x = vload(s + j * FBR + c);
-        if (capped) x = vsoftcap(x, cap);
-        if (alibi) x += var->bias_q(qp, c0 + j);  // after the cap, as flash-attn
-        if (capped || alibi) vstore(s + j * FBR + c, x);
-        mx = vmax(mx, x);
+      if (!alibi) {
+        for (int64_t j = 0; j < nk; ++j) {
+          vf x = vload(s + j * FBR + c);
+          if (capped) { x = vsoftcap(x, cap); vstore(s + j * FBR + c, x); }
+          mx = vmax(mx, x);
+        }
+      } else {
+        const Variants va = *var;  // a local copy: no aliasing with the stores to s
+        const vf qp = vload(ws + L.qpos + c);
+        for (int64_t j = 0; j < nk; ++j) {
+          vf x = vload(s + j * FBR + c);
+          if (capped) x = vsoftcap(x, cap);
+          x += va.bias_q(qp, c0 + j);  // after the cap, as flash-attn
+          vstore(s + j * FBR + c, x);
+          mx = vmax(mx, x);
+        }
       }
       vf mold = vload(m + c), mnew = vmax(mold, mx);
       // A column that has seen only masked keys keeps m = -inf; exponentiate
