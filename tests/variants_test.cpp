@@ -19,6 +19,7 @@
 
 #include "common/philox.hpp"
 #include "flashattn/flashattn.hpp"
+#include "flashattn/ring.hpp"
 #include "reference/reference.hpp"
 #include "reference/rule.hpp"
 #include "support/check.hpp"
@@ -448,6 +449,34 @@ TEST(Variants, InvalidArguments) {
     EXPECT_NE(st.message.find("options.dropout_p"), std::string::npos) << st.message;
     EXPECT_EQ(d.dq, before);
   }
+}
+
+// The ring sees the keys a chunk at a time: it refuses the variants rather
+// than computing chunk-local ALiBi distances and dropout indices.
+TEST(Variants, RingRefusesThem) {
+  Problem p = base(8, 8, 2, 2, 16);
+  p.B = 1;
+  p.alibi = 1;
+  Data d(p, 61);
+  auto transports = flashattn::ring::make_local_ring(1, 5000);
+  flashattn::ring::RingForwardArgs a;
+  const auto f = d.fwd(false);
+  a.q = f.q;
+  a.k = f.k;
+  a.v = f.v;
+  a.out = f.out;
+  a.seqlens_k = {p.Sk};
+  a.options = d.options();
+  const std::vector<float> before = d.out;
+  flashattn::Status st = flashattn::ring::ring_forward(a, *transports[0]);
+  EXPECT_EQ(st.code, ErrorCode::Unsupported) << st.message;
+  EXPECT_NE(st.message.find("options.alibi_slopes"), std::string::npos) << st.message;
+  a.options.alibi_slopes = TensorView{};
+  a.options.dropout_p = 0.1f;
+  st = flashattn::ring::ring_forward(a, *transports[0]);
+  EXPECT_EQ(st.code, ErrorCode::Unsupported) << st.message;
+  EXPECT_NE(st.message.find("options.dropout_p"), std::string::npos) << st.message;
+  EXPECT_EQ(d.out, before);
 }
 
 }  // namespace

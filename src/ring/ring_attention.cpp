@@ -85,6 +85,13 @@ Status check_ring(const TensorView& q, const TensorView& k, const std::vector<in
                          "options: the ring supports softmax_scale and causal only (window and "
                          "softcap must be off)");
   }
+  // Each ring step sees a chunk of the keys: ALiBi distances and dropout key
+  // indices would be chunk-local, i.e. silently wrong.
+  if (o.alibi_slopes.data != nullptr || o.dropout_p != 0.0f) {
+    return Status::Error(ErrorCode::Unsupported,
+                         std::string(o.alibi_slopes.data ? "options.alibi_slopes" : "options.dropout_p") +
+                             ": not supported by the ring (chunk-local key positions)");
+  }
   ring->rank = t.rank();
   ring->world = t.world_size();
   ring->causal = o.causal;
