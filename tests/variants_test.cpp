@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -425,7 +426,7 @@ TEST(Variants, InvalidArguments) {
     expect_refused(d, a, ErrorCode::InvalidArgument, "dropout_mask");
   }
   {
-    // Varlen: not implemented with the variants; refused, not ignored.
+    // Varlen: slopes are [batch (sequences), heads_q]; no returned mask.
     std::vector<int32_t> cu{0, 8};
     auto a = d.fwd(false);
     a.q = TensorView::contiguous(d.q.data(), DType::F32, {8, 2, 16});
@@ -436,9 +437,11 @@ TEST(Variants, InvalidArguments) {
     a.varlen.cu_seqlens_q = TensorView::contiguous(cu.data(), DType::I32, {2});
     a.varlen.cu_seqlens_k = TensorView::contiguous(cu.data(), DType::I32, {2});
     a.varlen.max_seqlen_q = a.varlen.max_seqlen_k = 8;
-    expect_refused(d, a, ErrorCode::Unsupported, "options.alibi_slopes");
+    a.options.alibi_slopes = TensorView::contiguous(d.slopes.data(), DType::F32, {2, 2});
+    expect_refused(d, a, ErrorCode::InvalidArgument, "options.alibi_slopes");
     a.options.alibi_slopes = TensorView{};
-    expect_refused(d, a, ErrorCode::Unsupported, "options.dropout_p");
+    a.dropout_mask = TensorView::contiguous(d.mask.data(), DType::I32, {1, 2, 8, 8});
+    expect_refused(d, a, ErrorCode::InvalidArgument, "dropout_mask");
   }
   {
     auto b = d.bwd();
@@ -479,4 +482,184 @@ TEST(Variants, RingRefusesThem) {
   EXPECT_EQ(d.out, before);
 }
 
+// Varlen: sequence b draws the dropout stream of batch entry b and uses
+// slopes row b, with its own lengths (bottom-right aligned per sequence). The
+// expected mask comes from the formula (Philox pinned by the known answers),
+// the expected results from the reference run on each sequence cut out.
+void check_varlen(const std::vector<int64_t>& lq, const std::vector<int64_t>& lk, int64_t Hq,
+                  int64_t Hkv, int64_t D, bool causal, float p_drop, bool alibi, uint32_t seed) {
+  const int64_t B = int64_t(lq.size());
+  std::vector<int32_t> cq{0}, ck{0};
+  for (int64_t b = 0; b < B; ++b) {
+    cq.push_back(cq.back() + int32_t(lq[size_t(b)]));
+    ck.push_back(ck.back() + int32_t(lk[size_t(b)]));
+  }
+  const int64_t Tq = cq.back(), Tk = ck.back();
+  std::mt19937 g(seed);
+  std::normal_distribution<float> nd;
+  auto randn = [&](int64_t n) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& e : x) e = nd(g);
+    return x;
+  };
+  std::vector<float> q = randn(Tq * Hq * D), k = randn(Tk * Hkv * D), v = randn(Tk * Hkv * D),
+                     dout = randn(Tq * Hq * D);
+  std::vector<float> out(q.size(), -7.0f), lse(size_t(Hq * Tq), -7.0f), dq(q.size(), -7.0f),
+      dk(k.size(), -7.0f), dv(v.size(), -7.0f), slopes;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) slopes.push_back(0.05f * float(h + 1) + 0.3f * float(b));
+  flashattn::Options o;
+  o.causal = causal;
+  if (alibi) o.alibi_slopes = TensorView::contiguous(slopes.data(), DType::F32, {B, Hq});
+  o.dropout_p = p_drop;
+  o.dropout_seed = 99;
+  o.dropout_offset = 7;
+  flashattn::Varlen vl;
+  vl.cu_seqlens_q = TensorView::contiguous(cq.data(), DType::I32, {B + 1});
+  vl.cu_seqlens_k = TensorView::contiguous(ck.data(), DType::I32, {B + 1});
+  vl.max_seqlen_q = *std::max_element(lq.begin(), lq.end());
+  vl.max_seqlen_k = *std::max_element(lk.begin(), lk.end());
+  flashattn::ForwardArgs fa;
+  fa.q = TensorView::contiguous(q.data(), DType::F32, {Tq, Hq, D});
+  fa.k = TensorView::contiguous(k.data(), DType::F32, {Tk, Hkv, D});
+  fa.v = TensorView::contiguous(v.data(), DType::F32, {Tk, Hkv, D});
+  fa.out = TensorView::contiguous(out.data(), DType::F32, {Tq, Hq, D});
+  fa.lse = TensorView::contiguous(lse.data(), DType::F32, {Hq, Tq});
+  fa.options = o;
+  fa.varlen = vl;
+  flashattn::Status st = flashattn::forward(fa);
+  ASSERT_TRUE(st.ok()) << st.message;
+  flashattn::BackwardArgs ba;
+  ba.q = fa.q;
+  ba.k = fa.k;
+  ba.v = fa.v;
+  ba.out = fa.out;
+  ba.lse = fa.lse;
+  ba.dout = TensorView::contiguous(dout.data(), DType::F32, {Tq, Hq, D});
+  ba.dq = TensorView::contiguous(dq.data(), DType::F32, {Tq, Hq, D});
+  ba.dk = TensorView::contiguous(dk.data(), DType::F32, {Tk, Hkv, D});
+  ba.dv = TensorView::contiguous(dv.data(), DType::F32, {Tk, Hkv, D});
+  ba.options = o;
+  ba.varlen = vl;
+  st = flashattn::backward(ba);
+  ASSERT_TRUE(st.ok()) << st.message;
+
+  std::vector<double> rout(q.size()), rlse(lse.size()), rdq(q.size()), rdk(k.size()), rdv(v.size());
+  const DropoutRng rng(99, 7, p_drop, Hq);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t nq = lq[size_t(b)], nk = lk[size_t(b)];
+    flashattn::reference::Problem r;
+    r.seqlen_q = nq;
+    r.seqlen_k = nk;
+    r.heads_q = Hq;
+    r.heads_kv = Hkv;
+    r.head_dim = D;
+    r.causal = causal;
+    std::vector<double> sl(slopes.begin() + b * Hq, slopes.begin() + (b + 1) * Hq);
+    if (alibi) r.alibi_slopes = sl.data();
+    std::vector<int32_t> mask(size_t(Hq * nq * nk));
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < nq; ++i)
+        for (int64_t j = 0; j < nk; ++j) mask[size_t((h * nq + i) * nk + j)] = rng.keep(b, h, i, j);
+    if (p_drop > 0.0f) {
+      r.dropout_mask = mask.data();
+      r.dropout_p = p_drop;
+    }
+    auto cut = [](const std::vector<float>& x, int64_t row0, int64_t rows, int64_t width) {
+      return std::vector<double>(x.begin() + row0 * width, x.begin() + (row0 + rows) * width);
+    };
+    const auto qb = cut(q, cq[size_t(b)], nq, Hq * D), kb = cut(k, ck[size_t(b)], nk, Hkv * D),
+               vb = cut(v, ck[size_t(b)], nk, Hkv * D), db = cut(dout, cq[size_t(b)], nq, Hq * D);
+    std::vector<double> ob(qb.size()), lb(size_t(Hq * nq)), dqb(qb.size()), dkb(kb.size()), dvb(vb.size());
+    flashattn::reference::forward(r, qb.data(), kb.data(), vb.data(), ob.data(), lb.data());
+    flashattn::reference::backward(r, qb.data(), kb.data(), vb.data(), db.data(), dqb.data(),
+                                   dkb.data(), dvb.data());
+    std::copy(ob.begin(), ob.end(), rout.begin() + cq[size_t(b)] * Hq * D);
+    std::copy(dqb.begin(), dqb.end(), rdq.begin() + cq[size_t(b)] * Hq * D);
+    std::copy(dkb.begin(), dkb.end(), rdk.begin() + ck[size_t(b)] * Hkv * D);
+    std::copy(dvb.begin(), dvb.end(), rdv.begin() + ck[size_t(b)] * Hkv * D);
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < nq; ++i) rlse[size_t(h * Tq + cq[size_t(b)] + i)] = lb[size_t(h * nq + i)];
+  }
+  const auto m = flashattn::reference::magnitudes(dbl(q), dbl(k), dbl(v), dbl(dout), D,
+                                                  1.0 / std::sqrt(double(D)));
+  const double ds = 1.0 / (1.0 - double(p_drop));
+  const int64_t L = vl.max_seqlen_k, col = std::max(L, vl.max_seqlen_q * (Hq / Hkv));
+  EXPECT_TRUE(fa_test::within_rule("out", DType::F32, dbl(out), rout, {}, L, D, m.out * ds));
+  EXPECT_TRUE(fa_test::lse_within_rule("lse", dbl(lse), rlse, {}, D));
+  EXPECT_TRUE(fa_test::within_rule("dq", DType::F32, dbl(dq), rdq, {}, L, D, m.dq * ds));
+  EXPECT_TRUE(fa_test::within_rule("dk", DType::F32, dbl(dk), rdk, {}, col, D, m.dk * ds));
+  EXPECT_TRUE(fa_test::within_rule("dv", DType::F32, dbl(dv), rdv, {}, col, D, m.dv * ds));
+}
+
+TEST(Varlen, AlibiAndDropoutAgainstReference) {
+  check_varlen({37, 0, 70, 5}, {50, 9, 70, 0}, 4, 2, 32, false, 0.0f, true, 71);
+  check_varlen({37, 0, 70, 5}, {50, 9, 70, 3}, 4, 2, 32, true, 0.3f, false, 72);
+  check_varlen({129, 1, 64}, {100, 130, 64}, 2, 1, 64, true, 0.2f, true, 73);
+}
+
+// KV cache (decode shapes; the decode path is bypassed with the variants):
+// sequence b sees cache rows [0, cache_seqlens[b]) with Sq new queries at
+// the end (bottom-right), slopes row b, dropout stream b.
+TEST(KvCache, AlibiAndDropoutAgainstReference) {
+  const int64_t B = 3, cap = 96, Sq = 2, Hq = 4, Hkv = 2, D = 32;
+  std::vector<int32_t> lens{5, 96, 40};
+  std::mt19937 g(81);
+  std::normal_distribution<float> nd;
+  auto randn = [&](int64_t n) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& e : x) e = nd(g);
+    return x;
+  };
+  std::vector<float> q = randn(B * Sq * Hq * D), kc = randn(B * cap * Hkv * D),
+                     vc = randn(B * cap * Hkv * D), out(q.size(), -7.0f), lse(size_t(B * Hq * Sq));
+  std::vector<float> slopes;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) slopes.push_back(0.1f * float(h + 1) + 0.05f * float(b));
+  const float p_drop = 0.2f;
+  flashattn::KvCacheArgs a;
+  a.q = TensorView::contiguous(q.data(), DType::F32, {B, Sq, Hq, D});
+  a.k_cache = TensorView::contiguous(kc.data(), DType::F32, {B, cap, Hkv, D});
+  a.v_cache = TensorView::contiguous(vc.data(), DType::F32, {B, cap, Hkv, D});
+  a.cache_seqlens = TensorView::contiguous(lens.data(), DType::I32, {B});
+  a.out = TensorView::contiguous(out.data(), DType::F32, {B, Sq, Hq, D});
+  a.lse = TensorView::contiguous(lse.data(), DType::F32, {B, Hq, Sq});
+  a.options.causal = true;
+  a.options.alibi_slopes = TensorView::contiguous(slopes.data(), DType::F32, {B, Hq});
+  a.options.dropout_p = p_drop;
+  a.options.dropout_seed = 5;
+  const flashattn::Status st = flashattn::forward_kvcache(a);
+  ASSERT_TRUE(st.ok()) << st.message;
+  const DropoutRng rng(5, 0, p_drop, Hq);
+  std::vector<double> rout(q.size()), rlse(lse.size());
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t nk = lens[size_t(b)];
+    flashattn::reference::Problem r;
+    r.seqlen_q = Sq;
+    r.seqlen_k = nk;
+    r.heads_q = Hq;
+    r.heads_kv = Hkv;
+    r.head_dim = D;
+    r.causal = true;
+    std::vector<double> sl(slopes.begin() + b * Hq, slopes.begin() + (b + 1) * Hq);
+    r.alibi_slopes = sl.data();
+    std::vector<int32_t> mask(size_t(Hq * Sq * nk));
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < Sq; ++i)
+        for (int64_t j = 0; j < nk; ++j) mask[size_t((h * Sq + i) * nk + j)] = rng.keep(b, h, i, j);
+    r.dropout_mask = mask.data();
+    r.dropout_p = p_drop;
+    const std::vector<double> qb(q.begin() + b * Sq * Hq * D, q.begin() + (b + 1) * Sq * Hq * D);
+    const std::vector<double> kb(kc.begin() + b * cap * Hkv * D, kc.begin() + (b * cap + nk) * Hkv * D);
+    const std::vector<double> vb(vc.begin() + b * cap * Hkv * D, vc.begin() + (b * cap + nk) * Hkv * D);
+    flashattn::reference::forward(r, qb.data(), kb.data(), vb.data(), rout.data() + b * Sq * Hq * D,
+                                  rlse.data() + b * Hq * Sq);
+  }
+  const auto m = flashattn::reference::magnitudes(dbl(q), dbl(kc), dbl(vc), dbl(q), D,
+                                                  1.0 / std::sqrt(double(D)));
+  EXPECT_TRUE(fa_test::within_rule("out", DType::F32, dbl(out), rout, {}, cap, D, m.out / (1.0 - p_drop)));
+  EXPECT_TRUE(fa_test::lse_within_rule("lse", dbl(lse), rlse, {}, D));
+}
+
 }  // namespace
+

@@ -65,8 +65,8 @@ typedef struct fa_options {
   int32_t causal;       /* bottom-right aligned: j <= i + Sk - Sq */
   int32_t deterministic;/* backward: fixed accumulation order */
   void* stream;         /* cudaStream_t for CUDA tensors; NULL = default */
-  /* ALiBi and dropout (CPU backend only; CUDA answers FA_ERR_UNSUPPORTED;
-   * padded batches only). Semantics in flashattn.hpp (Options). */
+  /* ALiBi and dropout (CPU backend only; CUDA answers FA_ERR_UNSUPPORTED).
+   * Semantics, varlen / KV-cache indexing: flashattn.hpp (Options). */
   fa_tensor alibi_slopes;  /* optional (data NULL = off): fp32 [heads_q] or [batch, heads_q] */
   float dropout_p;         /* in [0, 1); 0 = off */
   uint64_t dropout_seed;   /* Philox key */

@@ -71,7 +71,10 @@ struct TensorView {
 };
 
 // ALiBi and dropout (CPU backend only for now: the CUDA backend answers
-// Unsupported; neither is accepted with varlen or KV-cache arguments yet).
+// Unsupported; ring attention refuses them). Varlen and KV-cache calls take
+// them too: slopes [batch, heads_q] then have one row per sequence, and the
+// dropout indices (b, i, j) are the sequence, and the row and key within it;
+// the keep mask is returned for padded batches only.
 //
 // ALiBi, as flash-attn defines it: with slope = alibi_slopes[h] (or [b, h])
 // the score of query i and key j becomes

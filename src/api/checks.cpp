@@ -326,21 +326,15 @@ Status check_index(const char* name, const TensorView& t, int ndim, const Tensor
 }
 
 // ALiBi slopes and dropout (flashattn.hpp, Options), after fill_common.
-// per_sequence: varlen or KV cache, where neither is implemented yet.
-Status fill_variants(const Options& opt, const TensorView& q, bool per_sequence, AttnParams* p) {
+// batch: the number of sequences (varlen's fill_common sees one packed entry).
+Status fill_variants(const Options& opt, const TensorView& q, int64_t batch, AttnParams* p) {
   const bool alibi = opt.alibi_slopes.data != nullptr;
   if (!std::isfinite(opt.dropout_p) || opt.dropout_p < 0.0f || opt.dropout_p >= 1.0f) {
     return invalid("options.dropout_p: expected a value in [0, 1), got " + std::to_string(opt.dropout_p));
   }
-  if (per_sequence && (alibi || opt.dropout_p > 0.0f)) {
-    return Status::Error(ErrorCode::Unsupported,
-                         std::string(alibi ? "options.alibi_slopes" : "options.dropout_p") +
-                             ": not supported with varlen or KV-cache arguments yet "
-                             "(padded batches only)");
-  }
   if (alibi) {
     const TensorView& a = opt.alibi_slopes;
-    const int64_t B = p->batch, Hq = p->heads_q;
+    const int64_t B = batch, Hq = p->heads_q;
     if (a.ndim != 1 && a.ndim != 2) {
       return invalid("options.alibi_slopes: expected fp32 [heads_q] or [batch, heads_q], got ndim " +
                      std::to_string(a.ndim));
@@ -495,7 +489,15 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
   if (Status s = as_packed("v", a.v, &v); !s.ok()) return s;
   if (Status s = as_packed("out", a.out, &out); !s.ok()) return s;
   if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
-  if (Status s = fill_variants(a.options, a.q, true, p); !s.ok()) return s;
+  if (Status s = fill_variants(a.options, a.q, B, p); !s.ok()) return s;
+  if (a.dropout_mask.data) return invalid("dropout_mask: returned for padded batches only (not varlen)");
+  if (p->alibi_slopes) {
+    if (Status s = check_disjoint({{"out", &a.out}},
+                                  {{"options.alibi_slopes", &a.options.alibi_slopes}});
+        !s.ok()) {
+      return s;
+    }
+  }
   const int64_t total_q = q.shape[1], total_k = k.shape[1], Hq = p->heads_q, D = p->head_dim;
   if (Status s = check_bshd("out", out, {1, total_q, Hq, D}); !s.ok()) return s;
   if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
@@ -542,7 +544,14 @@ Status make_backward_params_varlen(const BackwardArgs& a, BwdParams* p) {
     if (Status s = as_packed(name, *tv.first, tv.second); !s.ok()) return s;
   }
   if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
-  if (Status s = fill_variants(a.options, a.q, true, p); !s.ok()) return s;
+  if (Status s = fill_variants(a.options, a.q, B, p); !s.ok()) return s;
+  if (p->alibi_slopes) {
+    if (Status s = check_disjoint({{"dq", &a.dq}, {"dk", &a.dk}, {"dv", &a.dv}},
+                                  {{"options.alibi_slopes", &a.options.alibi_slopes}});
+        !s.ok()) {
+      return s;
+    }
+  }
   const int64_t Tq = q.shape[1], Tk = k.shape[1], Hq = p->heads_q, Hkv = p->heads_kv,
                 D = p->head_dim;
   struct Spec {
@@ -606,7 +615,7 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
   try {
     if (a.varlen.enabled()) return make_forward_params_varlen(a, p);
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
-    if (Status s = fill_variants(a.options, a.q, false, p); !s.ok()) return s;
+    if (Status s = fill_variants(a.options, a.q, p->batch, p); !s.ok()) return s;
     if (Status s = check_dropout_mask(a, *p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Hq = p->heads_q, D = p->head_dim;
     if (Status s = check_bshd("out", a.out, {B, Sq, Hq, D}); !s.ok()) return s;
@@ -638,7 +647,7 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
   try {
     if (a.varlen.enabled()) return make_backward_params_varlen(a, p);
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
-    if (Status s = fill_variants(a.options, a.q, false, p); !s.ok()) return s;
+    if (Status s = fill_variants(a.options, a.q, p->batch, p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, Hq = p->heads_q,
                   Hkv = p->heads_kv, D = p->head_dim;
     const DType dt = a.q.dtype;
@@ -734,7 +743,7 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
     {
       // Reuse the common checks with the names callers see.
       Status s = fill_common(a.q, kc, vc, a.options, p);
-      if (s.ok()) s = fill_variants(a.options, a.q, true, p);
+      if (s.ok()) s = fill_variants(a.options, a.q, B, p);
       if (!s.ok()) {
         std::string m = s.message;
         if (m.rfind("k:", 0) == 0) m = "k_cache:" + m.substr(2);

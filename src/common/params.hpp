@@ -37,7 +37,7 @@ struct AttnParams {
   int64_t window_left = -1, window_right = -1;
   bool causal = false;  // informational; the window already encodes it
 
-  // ALiBi (CPU only this session; the CUDA backend refuses it): score (i, j)
+  // ALiBi (the CPU backend; the CUDA backend refuses it): score (i, j)
   // gets -slope(b, h) * |i + seqlen_k - seqlen_q - j| added after scale and
   // softcap; slope(b, h) = alibi_slopes[b * alibi_batch_stride + h]
   // (stride 0 for [heads_q] slopes). nullptr = off.
@@ -46,6 +46,9 @@ struct AttnParams {
   // Dropout on P (common/philox.hpp gives the mask); 0 = off.
   float dropout_p = 0.0f;
   uint64_t dropout_seed = 0, dropout_offset = 0;
+  // Index of batch entry 0 in the caller's batch: the b of the dropout
+  // generator is batch_offset + b (sequence_params sets it; 0 otherwise).
+  int64_t batch_offset = 0;
   bool has_variants() const { return alibi_slopes != nullptr || dropout_p > 0.0f; }
 
   // Per-sequence lengths (all null for padded batches; then every sequence

@@ -57,6 +57,9 @@ inline void narrow_common(AttnParams& r, const AttnParams& p, int64_t b, const S
   }
   r.cu_seqlens_q = r.cu_seqlens_k = r.seqlens_k = nullptr;
   r.seqlens_k_add = 0;
+  // ALiBi slopes row and dropout stream of sequence b (common/philox.hpp).
+  if (p.alibi_slopes) r.alibi_slopes = p.alibi_slopes + b * p.alibi_batch_stride;
+  r.batch_offset = p.batch_offset + b;
 }
 }  // namespace seq_detail
 

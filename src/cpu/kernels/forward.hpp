@@ -318,8 +318,7 @@ void forward_seq(const FwdParams& p, float* ws, int nthreads) {
 // ---- decode: packed GQA, split KV ----------------------------------------------
 
 // ALiBi and dropout run on the per-query-tile path only (their per-column
-// (b, h, i) bookkeeping lives there); the API refuses them for per-sequence
-// batches, which is what the decode path mostly serves.
+// (b, h, i) bookkeeping lives there), KV-cache decode included.
 inline bool use_decode(const FwdParams& p) { return p.seqlen_q * p.group() <= FBR && !p.has_variants(); }
 
 // Key-range pieces per (sequence, kv head). Splitting pays when the

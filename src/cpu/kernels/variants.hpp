@@ -20,7 +20,7 @@ struct Variants {
   bool alibi = false, dropout = false;
   float slope = 0.0f;        // this (b, h)'s ALiBi slope
   int64_t offset = 0;        // seqlen_k - seqlen_q: query i sits on key i + offset
-  int64_t b = 0, h = 0;
+  int64_t b = 0, h = 0;      // b in the caller's batch (the dropout generator's index)
   float keep_scale = 1.0f;   // 1 / (1 - p)
   DropoutRng rng;
   // Forward only: column c of the task's tile is query row row0 + c; the
@@ -30,8 +30,8 @@ struct Variants {
 
   Variants(const AttnParams& p, int64_t b_, int64_t h_)
       : alibi(p.alibi_slopes != nullptr), dropout(p.dropout_p > 0.0f),
-        offset(p.seqlen_k - p.seqlen_q), b(b_), h(h_), seqlen_k(p.seqlen_k) {
-    if (alibi) slope = p.alibi_slopes[b * p.alibi_batch_stride + h];
+        offset(p.seqlen_k - p.seqlen_q), b(p.batch_offset + b_), h(h_), seqlen_k(p.seqlen_k) {
+    if (alibi) slope = p.alibi_slopes[b_ * p.alibi_batch_stride + h];
     if (dropout) {
       keep_scale = 1.0f / (1.0f - p.dropout_p);
       rng = DropoutRng(p.dropout_seed, p.dropout_offset, p.dropout_p, p.heads_q);
