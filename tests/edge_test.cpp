@@ -16,6 +16,7 @@
 //    loss are NaN in practice), only the isolation above.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -382,6 +383,46 @@ TEST_P(EdgeShapes, HeadDimLimits) {
     EXPECT_TRUE(guard.untouched());
   }
 }
+
+#ifndef FA_TEST_ON_CUDA
+// Causal self-attention over 65,536 tokens on the CPU (fp16, one head, d 64:
+// ~275 GFLOP): finite everywhere, and rows across the whole range (first,
+// tile edges, last) against a per-row fp64 reference. CPU only: the GPU runs
+// longer sequences in its benchmarks.
+TEST(EdgeLong, CausalSelfAttention65536) {
+  Case c;
+  c.dtype = DType::F16;
+  c.seqlen_q = c.seqlen_k = 65536;
+  c.head_dim = 64;
+  c.causal = true;
+  Instance in = make_instance(Device::CPU, c, false);
+  const flashattn::Status st = flashattn::forward(in.fwd_args());
+  ASSERT_TRUE(st.ok()) << st.message;
+  const std::vector<double> out = in.out.read(), lse = in.lse.read();
+  for (double x : lse) ASSERT_TRUE(std::isfinite(x));
+  const double scale = 1.0 / 8.0;
+  for (int64_t i : {int64_t(0), int64_t(255), int64_t(256), int64_t(40000), int64_t(65535)}) {
+    std::vector<double> s(size_t(i + 1)), ref(64, 0.0);
+    double m = -INFINITY, sum = 0;
+    for (int64_t j = 0; j <= i; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < 64; ++d) dot += in.q[size_t(i * 64 + d)] * in.k[size_t(j * 64 + d)];
+      s[size_t(j)] = scale * dot;
+      m = std::max(m, s[size_t(j)]);
+    }
+    for (int64_t j = 0; j <= i; ++j) sum += std::exp(s[size_t(j)] - m);
+    for (int64_t j = 0; j <= i; ++j)
+      for (int64_t d = 0; d < 64; ++d) ref[size_t(d)] += std::exp(s[size_t(j)] - m) / sum * in.v[size_t(j * 64 + d)];
+    const std::vector<double> got(out.begin() + i * 64, out.begin() + (i + 1) * 64);
+    // fp16 output: half an fp16 ulp of |ref|, plus the fp32 sums' noise over
+    // up to 65,536 terms (~eps32 * sqrt(L) * max|v| ~ 7e-5).
+    for (int64_t d = 0; d < 64; ++d)
+      ASSERT_NEAR(got[size_t(d)], ref[size_t(d)], std::ldexp(1.0, -11) * std::fabs(ref[size_t(d)]) + 7e-5)
+          << "row " << i << " d " << d;
+    ASSERT_NEAR(lse[size_t(i)], m + std::log(sum), 1e-4 * std::max(1.0, std::fabs(m))) << "row " << i;
+  }
+}
+#endif
 
 std::string shapes_name(const ::testing::TestParamInfo<std::tuple<Device, DType>>& info) {
   return std::string(device_name(std::get<0>(info.param))) + "_" + dtype_tag(std::get<1>(info.param));
