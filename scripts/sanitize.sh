@@ -18,7 +18,10 @@ fuzz_seconds=${FLASHATTN_FUZZ_SECONDS:-60}
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 compilers=()
 fuzz=OFF
-if command -v clang++ >/dev/null 2>&1 && command -v clang >/dev/null 2>&1; then
+# clang only with its OpenMP runtime (libomp-dev) present, else the default compiler.
+if command -v clang++ >/dev/null 2>&1 && command -v clang >/dev/null 2>&1 &&
+   printf '#include <omp.h>\nint main() { return omp_get_max_threads() > 0 ? 0 : 1; }\n' |
+     clang++ -fopenmp -x c++ - -o /dev/null >/dev/null 2>&1; then
   compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
   fuzz=ON
 fi
