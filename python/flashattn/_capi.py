@@ -28,7 +28,7 @@ __all__ = [
     "Tensor", "Options", "ForwardArgs", "BackwardArgs",
     "lib", "library_path", "make_tensor", "make_options", "forward", "backward",
     "forward_workspace_bytes", "forward_packed", "backward_packed", "options_tuple",
-    "FORWARD_PACK", "BACKWARD_PACK", "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
+    "FORWARD_PACK", "BACKWARD_PACK", "KVCACHE_PACK", "forward_kvcache_packed", "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
 ]
 
 # ---- enums (must match flashattn.h) ------------------------------------------
@@ -148,10 +148,14 @@ TENSOR_FORMAT = "Q4i4q4q"
 OPTIONS_FORMAT = "ffqqiiQ" + TENSOR_FORMAT + "f4xQQ"
 FORWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 5 + OPTIONS_FORMAT + TENSOR_FORMAT)
 BACKWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT)
+# fa_kvcache_args: q, k_cache, v_cache, cache_seqlens, block_table, k_new,
+# v_new, out, lse, options, num_splits ("4x": the struct's tail padding).
+KVCACHE_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT + "i4x")
 NO_TENSOR = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # e.g. lse not wanted
 NO_VARIANTS = NO_TENSOR + (0.0, 0, 0)  # options past stream: no ALiBi, no dropout
 assert FORWARD_PACK.size == ctypes.sizeof(ForwardArgs)
 assert BACKWARD_PACK.size == ctypes.sizeof(BackwardArgs)
+assert KVCACHE_PACK.size == ctypes.sizeof(KvCacheArgs)
 
 
 # ---- loading -------------------------------------------------------------------
@@ -161,6 +165,7 @@ _lib: Optional[ctypes.CDLL] = None
 _lib_path: Optional[str] = None
 _raw_forward = None   # fa_forward / fa_backward taking a packed argument block
 _raw_backward = None
+_raw_kvcache = None
 
 
 def _lib_name() -> str:
@@ -211,10 +216,11 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fa_backward_varlen.restype = ctypes.c_int
     lib.fa_forward_kvcache.argtypes = [P(KvCacheArgs)]
     lib.fa_forward_kvcache.restype = ctypes.c_int
-    global _raw_forward, _raw_backward
+    global _raw_forward, _raw_backward, _raw_kvcache
     proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)  # the block is only read
     _raw_forward = proto(("fa_forward", lib))
     _raw_backward = proto(("fa_backward", lib))
+    _raw_kvcache = proto(("fa_forward_kvcache", lib))
 
 
 def lib() -> ctypes.CDLL:
@@ -327,6 +333,17 @@ def backward_packed(*values) -> None:
     if _raw_backward is None:
         lib()
     status = _raw_backward(BACKWARD_PACK.pack(*values))
+    if status:
+        _check(status)
+
+
+def forward_kvcache_packed(*values) -> None:
+    """fa_forward_kvcache on KVCACHE_PACK.pack(*values): q, k_cache, v_cache,
+    cache_seqlens, block_table, k_new, v_new, out, lse (13 values each),
+    options (23), num_splits."""
+    if _raw_kvcache is None:
+        lib()
+    status = _raw_kvcache(KVCACHE_PACK.pack(*values))
     if status:
         _check(status)
 

@@ -141,6 +141,36 @@ varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup)
 
 # ---- KV cache ----------------------------------------------------------------------
 
+_PAD = (0, 0, 0, 0)
+
+
+def _tvals(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, tuple]:
+    """_tv's checks, returning the 13 packed fa_tensor values (_capi.TENSOR_FORMAT)
+    instead of a ctypes structure (hot path: no per-field ctypes writes)."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if index:
+        if t.dtype != torch.int32:
+            raise _capi.InvalidArgumentError(f"{name}: expected dtype torch.int32, got {t.dtype}")
+        t = t.contiguous()
+        code = _capi.FA_I32
+    else:
+        code = _DTYPES.get(t.dtype)
+        if code is None:
+            raise _capi.InvalidArgumentError(
+                f"{name}: dtype {t.dtype} is not supported; expected float32, float16 or bfloat16")
+        if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
+            t = t.contiguous()
+    if t.dim() != ndim:
+        raise _capi.InvalidArgumentError(
+            f"{name}: expected {ndim} dimensions, got shape {tuple(t.shape)}")
+    dev, idx = _device(t)
+    if dev is None:
+        raise _capi.InvalidArgumentError(f"{name}: device {t.device} is not supported")
+    pad = _PAD[ndim:]
+    return t, (t.data_ptr(), code, dev, idx, ndim, *t.shape, *pad, *t.stride(), *pad)
+
+
 def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
                  block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
                  softmax_scale: float, causal: bool, window_left: int, window_right: int,
@@ -148,34 +178,36 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
     """The body of torch.ops.flashattn.kvcache_fwd, also called directly by
     flash_attn_with_kvcache in plain eager mode (see _torch_ops' fast path:
     the custom-op dispatch costs tens of microseconds, more than a decode
-    kernel at short contexts)."""
-    q, tq = _tv("q", q, 4)
+    kernel at short contexts). The argument block goes to fa_forward_kvcache
+    as one struct.pack (_capi.KVCACHE_PACK), as fa_forward's does."""
+    q, tq = _tvals("q", q, 4)
     for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
         if c.shape[-1] > 1 and c.stride(-1) != 1:
             raise _capi.InvalidArgumentError(f"{name}: the last dimension must be contiguous "
                                              "(the cache is written in place)")
-    k_cache, tkc = _tv("k_cache", k_cache, 4)
-    v_cache, tvc = _tv("v_cache", v_cache, 4)
-    lens, tl = _tv("cache_seqlens", cache_seqlens, 1, index=True)
-    empty = _capi.Tensor()
-    tbt = empty
+    k_cache, tkc = _tvals("k_cache", k_cache, 4)
+    v_cache, tvc = _tvals("v_cache", v_cache, 4)
+    lens, tl = _tvals("cache_seqlens", cache_seqlens, 1, index=True)
+    tbt = _capi.NO_TENSOR
     if block_table is not None:
-        block_table, tbt = _tv("block_table", block_table, 2, index=True)
-    tkn = tvn = empty
+        block_table, tbt = _tvals("block_table", block_table, 2, index=True)
+    tkn = tvn = _capi.NO_TENSOR
     if k_new is not None or v_new is not None:
         if k_new is None or v_new is None:
             raise _capi.InvalidArgumentError("k, v: the new keys and values go together")
-        k_new, tkn = _tv("k", k_new, 4)
-        v_new, tvn = _tv("v", v_new, 4)
-    B, Sq, Hq, _ = q.shape
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        k_new, tkn = _tvals("k", k_new, 4)
+        v_new, tvn = _tvals("v", v_new, 4)
+    B, Sq, Hq, D = tq[5], tq[6], tq[7], tq[8]
+    fa_dev, idx = tq[2], tq[3]
+    out = torch.empty((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
-    _, to = _tv("out", out, 4)
-    _, tlse = _tv("lse", lse, 3)
-    args = _capi.KvCacheArgs(tq, tkc, tvc, tl, tbt, tkn, tvn, to, tlse,
-                             _options(q, softmax_scale, causal, window_left, window_right,
-                                      softcap), int(num_splits))
-    _capi.forward_kvcache(args)
+    to = (out.data_ptr(), tq[1], fa_dev, idx, 4, B, Sq, Hq, D, Sq * Hq * D, Hq * D, D, 1)
+    tlse = (lse.data_ptr(), _capi.FA_F32, fa_dev, idx, 3, B, Hq, Sq, 0, Hq * Sq, Sq, 1, 0)
+    _capi.forward_kvcache_packed(*tq, *tkc, *tvc, *tl, *tbt, *tkn, *tvn, *to, *tlse,
+                                 softmax_scale, softcap, window_left, window_right,
+                                 1 if causal else 0, 0,
+                                 _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0,
+                                 *_capi.NO_VARIANTS, int(num_splits))
     return out, lse
 
 

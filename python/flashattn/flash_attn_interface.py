@@ -25,6 +25,7 @@ S_dmask: the attention probabilities are never materialised.
 
 from __future__ import annotations
 
+import functools
 from typing import Optional, Tuple
 
 import torch
@@ -131,7 +132,23 @@ def _resolved(softmax_scale, causal, window_size, softcap) -> dict:
     return resolve_options(o["causal"], o["softmax_scale"], o["window"], o["softcap"])
 
 
+@functools.lru_cache(maxsize=256)
+def _resolved_cached(softmax_scale, causal, window_size, softcap) -> dict:
+    return _resolved(softmax_scale, causal, window_size, softcap)
+
+
+def _resolved_fast(softmax_scale, causal, window_size, softcap) -> dict:
+    """_resolved, memoised on hashable arguments (the per-token decode loop
+    passes the same options every call). The dict is shared: read only."""
+    try:
+        return _resolved_cached(softmax_scale, causal, tuple(window_size), softcap)
+    except TypeError:  # unhashable or not a pair: the plain path (and its errors)
+        return _resolved(softmax_scale, causal, window_size, softcap)
+
+
 def _i32(name: str, t, device) -> torch.Tensor:
+    if type(t) is torch.Tensor and t.dtype is torch.int32 and t.device == device:
+        return t  # already int32 on q's device: skip .to()'s dispatch
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor of int32, got {type(t).__name__}")
     return t.to(device=device, dtype=torch.int32)
@@ -222,12 +239,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if block_table is not None:
             raise ValueError("cache_seqlens: required with a paged cache (block_table)")
         cache_seqlens = k_cache.shape[1] - (0 if k is None else k.shape[1])
+    dev = q.device
     if isinstance(cache_seqlens, int):
-        cache_seqlens = torch.full((B,), cache_seqlens, dtype=torch.int32, device=q.device)
-    cache_seqlens = _i32("cache_seqlens", cache_seqlens, q.device)
+        cache_seqlens = torch.full((B,), cache_seqlens, dtype=torch.int32, device=dev)
+    cache_seqlens = _i32("cache_seqlens", cache_seqlens, dev)
     if block_table is not None:
-        block_table = _i32("block_table", block_table, q.device)
-    o = _resolved(softmax_scale, causal, window_size, softcap)
+        block_table = _i32("block_table", block_table, dev)
+    o = _resolved_fast(softmax_scale, causal, window_size, softcap)
     # Plain eager tensors skip the custom-op dispatch (same impl; see _torch_ops._fast_path_ok).
     fn = _torch_varlen.kvcache_impl if _fast_path_ok(q, k_cache, v_cache) else torch.ops.flashattn.kvcache_fwd
     out, lse = fn(q, k_cache, v_cache, cache_seqlens, block_table, k, v, o["softmax_scale"], o["causal"],

@@ -176,3 +176,84 @@ def test_errors_name_the_argument():
                                 torch.randn(1, 2, 2, 64), cache_seqlens=15)
     with pytest.raises(NotImplementedError, match="rotary"):
         flash_attn_with_kvcache(torch.randn(1, 1, 2, 64), kc, kc.clone(), rotary_cos=kc)
+
+
+def test_kvcache_packed_block_matches_ctypes_struct():
+    """kvcache_impl hands fa_forward_kvcache one struct.pack (KVCACHE_PACK):
+    the same bytes as the ctypes KvCacheArgs filled field by field."""
+    import ctypes
+
+    from flashattn import _capi
+    from flashattn._torch_varlen import _tvals
+
+    q = torch.randn(2, 3, 4, 64)
+    kc = torch.randn(5, 16, 2, 64)
+    lens = torch.tensor([3, 7], dtype=torch.int32)
+    bt = torch.tensor([[0, 1], [2, 4]], dtype=torch.int32)
+    out = torch.empty_like(q)
+    lse = torch.empty(2, 4, 3)
+    vals = [_tvals(n, t, t.dim(), index=t.dtype == torch.int32)[1]
+            for n, t in (("q", q), ("k_cache", kc), ("v_cache", kc), ("cache_seqlens", lens),
+                         ("block_table", bt), ("out", out))]
+    tl = (lse.data_ptr(), _capi.FA_F32, _capi.FA_CPU, 0, 3, 2, 4, 3, 0, 12, 3, 1, 0)
+    packed = _capi.KVCACHE_PACK.pack(*vals[0], *vals[1], *vals[2], *vals[3], *vals[4],
+                                     *_capi.NO_TENSOR, *_capi.NO_TENSOR, *vals[5], *tl,
+                                     0.5, 2.0, 7, -1, 1, 0, 0, *_capi.NO_VARIANTS, 3)
+
+    def t(v):
+        return _capi.make_tensor(v[0], v[1], v[2], v[3], v[5:5 + v[4]], v[9:9 + v[4]])
+
+    args = _capi.KvCacheArgs(t(vals[0]), t(vals[1]), t(vals[2]), t(vals[3]), t(vals[4]), _capi.Tensor(),
+                             _capi.Tensor(), t(vals[5]), t(tl),
+                             _capi.make_options(0.5, 2.0, 7, -1, True, False, 0), 3)
+    assert packed == ctypes.string_at(ctypes.addressof(args), ctypes.sizeof(args))
+
+
+def test_kvcache_bad_input_errors_and_writes_nothing():
+    """The packed hot path keeps the checks: each bad argument is named, and
+    neither cache is written (the append happens only after every check)."""
+    q = torch.randn(1, 1, 2, 64)
+    kc, vc = torch.randn(1, 16, 2, 64), torch.randn(1, 16, 2, 64)
+    kn, vn = torch.randn(1, 1, 2, 64), torch.randn(1, 1, 2, 64)
+    kc0, vc0 = kc.clone(), vc.clone()
+    lens = torch.tensor([4], dtype=torch.int32)
+    cases = [
+        (dict(q=q.to(torch.int64)), flashattn.InvalidArgumentError, "q"),
+        (dict(q=q[0]), flashattn.InvalidArgumentError, "q"),
+        (dict(cache_seqlens=torch.tensor([16], dtype=torch.int32)), flashattn.InvalidArgumentError,
+         "cache_seqlens"),
+        (dict(cache_seqlens=torch.tensor([4, 4], dtype=torch.int32)), flashattn.InvalidArgumentError,
+         "cache_seqlens"),
+        (dict(k=kn[..., :32], v=vn[..., :32]), flashattn.InvalidArgumentError, "k_new|k"),
+        (dict(v=None), flashattn.InvalidArgumentError, "k, v"),
+        (dict(softcap=float("inf")), ValueError, "softcap"),
+        (dict(num_splits=-1), flashattn.InvalidArgumentError, "num_splits"),
+    ]
+    for over, exc, match in cases:
+        a = dict(q=q, k=kn, v=vn, cache_seqlens=lens, softcap=0.0, num_splits=0)
+        a.update(over)
+        with pytest.raises(exc, match=match):
+            flash_attn_with_kvcache(a["q"], kc, vc, a["k"], a["v"], cache_seqlens=a["cache_seqlens"],
+                                    softcap=a["softcap"], num_splits=a["num_splits"])
+        assert torch.equal(kc, kc0) and torch.equal(vc, vc0), over
+
+
+def test_kvcache_options_memo_matches_plain_resolution():
+    """flash_attn_with_kvcache memoises the option resolution: lists, tuples
+    and repeated calls give the same answer as the first call; an invalid
+    option still raises."""
+    torch.manual_seed(0)
+    q = torch.randn(1, 2, 4, 64)
+    kc, vc = torch.randn(1, 40, 2, 64), torch.randn(1, 40, 2, 64)
+    lens = torch.tensor([33], dtype=torch.int32)
+    a = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, causal=True, window_size=[8, 4],
+                                softmax_scale=0.2, softcap=3.0)
+    b = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, causal=True, window_size=(8, 4),
+                                softmax_scale=0.2, softcap=3.0)
+    c = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, causal=False, window_size=(8, 4),
+                                softmax_scale=0.2, softcap=3.0)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    with pytest.raises(ValueError, match="softmax_scale"):
+        flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, softmax_scale=float("nan"))
+    with pytest.raises(TypeError):  # not a pair: as before the memo
+        flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, window_size=5)

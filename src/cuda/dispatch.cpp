@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "common/elem.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "common/device_info.hpp"
 #include "cuda_check.hpp"
 #include "sm80/kernel_traits.hpp"
 #include "sm80/fwd_plan.hpp"
@@ -116,8 +118,10 @@ Status check_alignment(const char* name, const void* ptr, const Strides& s, int6
 }
 
 Status check_device(int device, size_t smem_needed, const char* what) {
+  // Device count and properties are cached per device (common/device_info.hpp),
+  // and so is a passed probe: no driver round trips after a device's first call.
   int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
+  cudaError_t e = cached_device_count(&count);
   if (e != cudaSuccess) {
     cudaGetLastError();
     return cuda_error("cudaGetDeviceCount", e);
@@ -125,19 +129,22 @@ Status check_device(int device, size_t smem_needed, const char* what) {
   if (device < 0 || device >= count)
     return invalid("device_index " + std::to_string(device) + " but " + std::to_string(count) +
                    " CUDA device(s) are visible");
-  int major = 0, minor = 0, optin = 0;
-  FA_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FA_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const DeviceInfo* info = device_info(device, &e);
+  if (info == nullptr) return cuda_error("cudaDeviceGetAttribute", e);
+  const int major = info->major, minor = info->minor, optin = info->smem_optin;
   if (major < 8)
     return unsupported("needs compute capability 8.0 or newer; device " + std::to_string(device) + " is sm_" +
                        std::to_string(major) + std::to_string(minor));
-  e = probe_kernel_image();
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return unsupported("this build has no kernels for sm_" + std::to_string(major) + std::to_string(minor) +
-                       " (add it to FLASHATTN_CUDA_ARCHS): " + cudaGetErrorString(e));
+  static std::atomic<bool> probed[64];
+  if (device >= 64 || !probed[device].load(std::memory_order_acquire)) {
+    e = probe_kernel_image();
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return unsupported("this build has no kernels for sm_" + std::to_string(major) + std::to_string(minor) +
+                         " (add it to FLASHATTN_CUDA_ARCHS): " + cudaGetErrorString(e));
+    }
+    if (device < 64) probed[device].store(true, std::memory_order_release);
   }
-  FA_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (smem_needed > static_cast<size_t>(optin))
     return unsupported(std::string(what) + " needs " + std::to_string(smem_needed) +
                        " bytes of shared memory per block; device " + std::to_string(device) + " allows " +
@@ -209,9 +216,10 @@ class Workspace {
   Workspace& operator=(const Workspace&) = delete;
   Status alloc(size_t bytes, int device, cudaStream_t stream) {
     if (bytes == 0) return Status::Ok();
-    int pools = 0;
-    FA_CUDA_TRY(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
-    async_ = pools != 0;
+    cudaError_t e = cudaSuccess;
+    const DeviceInfo* info = device_info(device, &e);
+    if (info == nullptr) return cuda_error("cudaDeviceGetAttribute(cudaDevAttrMemoryPoolsSupported)", e);
+    async_ = info->mem_pools;
     stream_ = stream;
     if (async_) {
       keep_pool_memory(device);

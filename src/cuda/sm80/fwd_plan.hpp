@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/device_info.hpp"
 #include "common/params.hpp"
 #include "sm80/kernel_traits.hpp"
 
@@ -41,12 +42,13 @@ struct FwdPlan {
 };
 
 inline int sm_count(int device) {
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+  cudaError_t e = cudaSuccess;
+  const DeviceInfo* info = device_info(device, &e);  // cached per device
+  if (info == nullptr) {
     cudaGetLastError();
     return 1;
   }
-  return n > 0 ? n : 1;
+  return info->sm_count > 0 ? info->sm_count : 1;
 }
 
 inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
