@@ -154,12 +154,6 @@ Status check_device(int device, size_t smem_needed, const char* what) {
 
 // Checks that need no device; fills `k` with the kernels to run.
 Status check_params(const AttnParams& p, Kernels& k) {
-  // The CPU backend implements these (src/cpu/kernels/variants.hpp); the CUDA
-  // kernels do not yet, and silently ignoring either would be wrong.
-  if (p.alibi_slopes != nullptr)
-    return unsupported("options.alibi_slopes (ALiBi) is not implemented on CUDA yet; the CPU backend has it");
-  if (p.dropout_p > 0.0f)
-    return unsupported("options.dropout_p (dropout) is not implemented on CUDA yet; the CPU backend has it");
   if (p.dtype == DType::F32)
     return Status::Error(ErrorCode::Unsupported, "CUDA backend supports fp16 and bf16 (got fp32)");
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("unknown dtype");
@@ -260,21 +254,22 @@ bool use_sm90(const FwdParams& p) {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  // The Hopper forward has no per-sequence lengths or block tables (yet).
-  return !disabled && !p.per_sequence() && sm90::can_implement(p).ok();
+  // The Hopper forward has no per-sequence lengths or block tables (yet), and
+  // no ALiBi or dropout: those run on the sm80 kernels (sm80/variants.cuh).
+  return !disabled && !p.per_sequence() && !p.has_variants() && sm90::can_implement(p).ok();
 }
 #endif
 
 #ifdef FLASHATTN_WITH_SM90_BWD
 // The Hopper backward likewise (head_dim 128, fp16/bf16, no softcap, no
-// per-sequence lengths); deterministic=true stays on the sm80 path, whose
+// per-sequence lengths, no ALiBi / dropout); deterministic=true stays on the sm80 path, whose
 // separate dQ kernel has a fixed summation order.
 bool use_sm90_bwd(const BwdParams& p) {
   static const bool disabled = [] {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  return !disabled && !p.per_sequence() && sm90::can_implement_bwd(p).ok();
+  return !disabled && !p.per_sequence() && !p.has_variants() && sm90::can_implement_bwd(p).ok();
 }
 #endif
 

@@ -121,6 +121,16 @@ inline float __shfl_xor_sync(unsigned, float v, int mask) {
   return r;
 }
 
+inline unsigned __shfl_xor_sync(unsigned, unsigned v, int mask) {
+  emu::Warp& w = emu::warp();
+  const int l = emu::lane();
+  w.u64[l][0] = v;
+  w.bar.arrive_and_wait();
+  const unsigned r = static_cast<unsigned>(w.u64[l ^ mask][0]);
+  w.bar.arrive_and_wait();
+  return r;
+}
+
 inline float atomicAdd(float* p, float v) {
   std::lock_guard<std::mutex> lk(emu::g_atomic);
   const float old = *p;

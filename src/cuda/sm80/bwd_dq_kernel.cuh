@@ -15,10 +15,12 @@
 #include "common/warp_mma.cuh"
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
+#include "sm80/variants.cuh"
 
 namespace flashattn::detail::cuda::sm80 {
 
-template <class T, int D>
+// VAR: ALiBi and dropout (variants.cuh), as in bwd_kernel's bwd_p_ds.
+template <class T, int D, bool VAR = false>
 __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs a) {
   using Cfg = DqCfg<D>;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32, ST = Cfg::KV_STAGES;
@@ -86,6 +88,13 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
       }
     }
 
+  float slope_unit = 0.f;
+  uint32_t drop_bh = 0;
+  if constexpr (VAR) {
+    if (a.alibi != nullptr) slope_unit = a.alibi[b * a.alibi_sb + h] * a.alibi_unit;
+    drop_bh = drop_row(a, b, h);
+  }
+
   float dq[MT][DT][4];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -117,6 +126,15 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
     gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(dp, sdO, wrow, cV, 0, lane);
 
     const bool full = a.mask.tile_full(r0, r0 + rows, c0, c0 + BN);
+    [[maybe_unused]] uint32_t keep[MT][NT];
+    if constexpr (VAR) {
+      if (a.dropout) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) keep[mt][nt] = row_bits(a, drop_bh, r0 + wrow + mt * 16, c0 + nt * 8, lane);
+      }
+    }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -133,7 +151,20 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
           for (int e = 0; e < 2; ++e) {
             const int idx = 2 * hh + e, col = nt * 8 + 2 * t + e;
             float ds;
-            if (a.softcap > 0.f) {
+            if constexpr (VAR) {
+              const int rp = r0 + wrow + mt * 16 + g + 8 * hh + static_cast<int>(a.mask.offset);
+              const float bias = alibi_bias(slope_unit, rp, c0 + col);
+              float z = 1.f;
+              if (a.dropout) z = row_keep(keep[mt][nt], hh, e, lane) ? a.keep_scale : 0.f;
+              if (a.softcap > 0.f) {
+                const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
+                const float p = fast_exp2(fmaf(a.softcap * th + bias, kLog2e, -l2[mt][hh]));
+                ds = p * (dp[mt][nt][idx] * z - dd[mt][hh]) * (1.f - th * th);
+              } else {
+                const float p = fast_exp2(fmaf(s[mt][nt][idx] + bias, a.mult, -l2[mt][hh]));
+                ds = p * (dp[mt][nt][idx] * z - dd[mt][hh]);
+              }
+            } else if (a.softcap > 0.f) {
               const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
               const float p = fast_exp2(fmaf(a.softcap * th, kLog2e, -l2[mt][hh]));
               ds = p * (dp[mt][nt][idx] - dd[mt][hh]) * (1.f - th * th);

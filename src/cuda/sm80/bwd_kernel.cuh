@@ -25,6 +25,7 @@
 #include "common/warp_mma.cuh"
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
+#include "sm80/variants.cuh"
 
 #ifndef FA_SM80_BWD_ROTATE
 #define FA_SM80_BWD_ROTATE 1
@@ -73,10 +74,25 @@ __device__ __forceinline__ void gemm_ss_pair(float (&c1)[MT][NT][4], const T* sA
 // sLSE holds the raw natural-log LSE: -inf (a row that sees nothing) maps to
 // +inf so that P = 0; rows past Sq were zero-filled, which is harmless
 // because their dO rows are zero too (P^T dO and dS^T = P^T (0 - 0) add 0).
-template <bool SOFTCAP, bool FULL, int MT, int NT>
+//
+// VAR (variants.cuh): the ALiBi bias slope_unit |query + Sk - Sq - key|
+// joins the score before the exp, and with dropout P~ = P Z / (1 - p) goes
+// to sP (dV = P~^T dO) while dS = P (dP~ Z / (1 - p) - D) (D = rowsum(dO O)
+// is unchanged: rowsum(P o dP) = rowsum(P~ o dP~)).
+template <bool SOFTCAP, bool FULL, bool VAR = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][NT][4], const float* sLSE,
                                          const float* sDD, const BwdArgs& a, int m0, int c0, int sk0, int sq0,
-                                         int g, int t) {
+                                         int g, int t, float slope_unit = 0.f, uint32_t drop_bh = 0) {
+  const int lane = 4 * g + t;
+  [[maybe_unused]] uint32_t keep[MT][NT];
+  if constexpr (VAR) {
+    if (a.dropout) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) keep[mt][nt] = col_bits(a, drop_bh, c0 + sk0 + mt * 16, m0 + sq0 + nt * 8, lane);
+    }
+  }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int qc = sq0 + nt * 8 + 2 * t;
@@ -98,7 +114,21 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
         for (int hh = 0; hh < 2; ++hh) {
           const int idx = 2 * hh + e;
           float p, ds;
-          if constexpr (SOFTCAP) {
+          if constexpr (VAR) {
+            const int key = c0 + sk0 + mt * 16 + g + 8 * hh;
+            const float bias = alibi_bias(slope_unit, m0 + qc + e + static_cast<int>(a.mask.offset), key);
+            float z = 1.f;
+            if (a.dropout) z = col_keep(keep[mt][nt], hh, e, lane) ? a.keep_scale : 0.f;
+            if constexpr (SOFTCAP) {
+              const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
+              p = fast_exp2(fmaf(a.softcap * th + bias, kLog2e, -l2));
+              ds = p * (dp[mt][nt][idx] * z - dd) * (1.f - th * th);
+            } else {
+              p = fast_exp2(fmaf(s[mt][nt][idx] + bias, a.mult, -l2));
+              ds = p * (dp[mt][nt][idx] * z - dd);
+            }
+            p *= z;
+          } else if constexpr (SOFTCAP) {
             const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
             p = fast_exp2(fmaf(a.softcap * th, kLog2e, -l2));
             ds = p * (dp[mt][nt][idx] - dd) * (1.f - th * th);
@@ -118,7 +148,10 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
   }
 }
 
-template <class T, int D, bool DET, bool BIG_SMEM = false>
+// VAR: ALiBi / dropout (bwd_p_ds); launched with DET = false for both modes,
+// the dQ atomics then switched at run time (a.dq_accum == nullptr when
+// deterministic), so that the variants add one instantiation, not two.
+template <class T, int D, bool DET, bool BIG_SMEM = false, bool VAR = false>
 __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const BwdArgs a) {
   using Cfg = BwdCfg<D, BIG_SMEM>;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32, QBUF = Cfg::QBUF;
@@ -254,7 +287,21 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
       gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(s, sK, sk0, cQ, sq0, lane);
       gemm_ss<S_MT, S_NT, D / 16, false, false, LK, LQ>(dp, sV, sk0, cdO, sq0, lane);
     }
-    if (a.softcap > 0.f) {
+    if constexpr (VAR) {
+      const float slope_unit = a.alibi != nullptr ? a.alibi[b * a.alibi_sb + hq] * a.alibi_unit : 0.f;
+      const uint32_t bh = drop_row(a, b, hq);
+      if (a.softcap > 0.f) {
+        if (full)
+          bwd_p_ds<true, true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+        else
+          bwd_p_ds<true, false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+      } else {
+        if (full)
+          bwd_p_ds<false, true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+        else
+          bwd_p_ds<false, false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+      }
+    } else if (a.softcap > 0.f) {
       if (full)
         bwd_p_ds<true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
       else
@@ -272,6 +319,7 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
     // dQ first: its reductions then drain to L2 while the dV and dK products
     // run, instead of queueing in front of the next step's shared loads.
     if constexpr (!DET) {
+      if (!VAR || a.dq_accum != nullptr) {
       // In chunks of 4 n-tiles (3 at head dim 192): at head dim 256 the
       // whole 32 x 64 warp tile next to dK and dV spilled.
       constexpr int CH = DQ_NT <= 4 ? DQ_NT : DQ_NT % 4 == 0 ? 4 : DQ_NT / 2;
@@ -300,6 +348,7 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
             }
           }
         }
+      }
       }
     }
     gemm_ss<KV_MT, KV_NT, BM / 16, false, true, LP, LQ>(dv, sP, kk0, cdO, kd0, lane);

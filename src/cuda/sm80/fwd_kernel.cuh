@@ -32,14 +32,17 @@
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
 #include "sm80/softmax.cuh"
+#include "sm80/variants.cuh"
 
 namespace flashattn::detail::cuda::sm80 {
 
 // Scores of one tile in C-fragment layout for rows r_base + 16mt + g (+8):
-// softcap, then -inf where the mask hides the key (columns c0 + 8nt + 2t + e).
-template <int MT, int NT>
+// softcap, then (VAR, pack 1) the ALiBi bias slope_unit |row + offset - key|,
+// then -inf where the mask hides the key (columns c0 + 8nt + 2t + e).
+template <bool VAR = false, int MT, int NT>
 __device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnArgs& a, const WindowMask& mask,
-                                              int pack, int r_base, int c0, bool full, int lane) {
+                                              int pack, int r_base, int c0, bool full, int lane,
+                                              float slope_unit = 0.f) {
   if (a.softcap > 0.f) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -48,8 +51,22 @@ __device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnA
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[mt][nt][e] = a.softcap * tanhf(s[mt][nt][e] * a.cap_scale);
   }
-  if (full) return;
   const int g = lane >> 2, t = lane & 3;
+  if constexpr (VAR) {
+    if (slope_unit != 0.f) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int rp = r_base + mt * 16 + g + 8 * h + static_cast<int>(mask.offset);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) s[mt][nt][2 * h + e] += alibi_bias(slope_unit, rp, c0 + nt * 8 + 2 * t + e);
+        }
+    }
+  }
+  if (full) return;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -69,7 +86,9 @@ __device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnA
 
 // Cfg: FwdCfg<D> (128-row tiles), or FwdDecodeCfg<D> (16-row tiles, one
 // warp) when a (sequence, KV head) has at most 16 query rows (decode).
-template <class T, int D, class Cfg = FwdCfg<D>>
+// VAR: ALiBi and dropout (variants.cuh) as runtime switches; launched with
+// pack = 1 only (a tile's rows are one head's queries).
+template <class T, int D, class Cfg = FwdCfg<D>, bool VAR = false>
 __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32;
   constexpr int MT = BM / (16 * NW);  // m-tiles per warp
@@ -173,6 +192,16 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   sm.init();
   const int wrow = warp * MT * 16;  // this warp's first row in the tile
 
+  float slope_unit = 0.f;
+  uint32_t drop_bh = 0;
+  int32_t* mask_out = nullptr;
+  if constexpr (VAR) {
+    if (a.alibi != nullptr) slope_unit = a.alibi[b * a.alibi_sb + hy] * a.alibi_unit;
+    drop_bh = drop_row(a, b, hy);
+    if (a.dropout_mask != nullptr)
+      mask_out = a.dropout_mask + (static_cast<int64_t>(b) * a.heads_q + hy) * a.seqlen_q * a.seqlen_k;
+  }
+
   for (int n = n_begin; n < n_end; ++n) {
     const int c0 = n * BN;
     float s[MT][NT][4];
@@ -190,7 +219,7 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
 
     gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(s, sQ, wrow, sK, 0, lane);
     const bool full = mask.tile_full(q_lo, q_hi, c0, c0 + BN);
-    fwd_score_mod(s, a, mask, pack, r0 + wrow, c0, full, lane);
+    fwd_score_mod<VAR>(s, a, mask, pack, r0 + wrow, c0, full, lane, slope_unit);
 
     cp_async_wait<0>();  // V_n landed
     __syncthreads();     // ... and every warp is done with K_n
@@ -198,6 +227,10 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
     cp_async_commit();
 
     sm.step(s, o, a.mult);
+    if constexpr (VAR) {
+      // After the row sums took the undropped P (the LSE is of it).
+      if (a.dropout) dropout_rows(s, a, drop_bh, r0 + wrow, c0, lane, mask_out, a.seqlen_k, len_q, mask);
+    }
     uint32_t p[MT][NT / 2][4];
     c_to_a<T>(p, s);
     gemm_rs<MT, DT, NT / 2, true, LK>(o, p, sV, 0, lane);

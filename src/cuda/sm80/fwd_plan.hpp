@@ -58,6 +58,9 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
   // heads share each K/V tile instead of loading it g times.
   f.pack = (g > 1 && p.seqlen_q * g <= bm) ? static_cast<int>(g) : 1;
   f.decode = p.seqlen_q * g <= FwdDecodeCfg<64>::BM;
+  // ALiBi / dropout run on the one variants kernel (128-row tiles, one head
+  // per tile: fwd_kernel's VAR), decode shapes included, as on the CPU.
+  if (p.has_variants()) f.pack = 1, f.decode = false;
   if (f.decode) bm = FwdDecodeCfg<64>::BM;
   f.m_blocks = (p.seqlen_q * f.pack + bm - 1) / bm;
   f.heads_y = f.pack > 1 ? p.heads_kv : p.heads_q;

@@ -6,6 +6,7 @@
 
 #include "common/mask.hpp"
 #include "common/params.hpp"
+#include "common/philox.hpp"
 
 namespace flashattn::detail::cuda::sm80 {
 
@@ -27,6 +28,14 @@ struct AttnArgs {
   float cap_scale;  // scale / softcap (the tanh argument per raw score)
   float mult;       // log2(e) times what the softmax exponentiates per raw score
   WindowMask mask;
+  // ALiBi and dropout (variants.cuh), read only by the VAR instantiations.
+  const float* alibi;  // slopes of batch entry b: alibi[b * alibi_sb + h]; nullptr = off
+  int64_t alibi_sb;
+  float alibi_unit;    // bias per unit of distance and of slope, in score units
+  bool dropout;
+  float keep_scale;    // 1 / (1 - p)
+  int64_t drop_b0;     // the generator's b of batch entry 0 (AttnParams::batch_offset)
+  DropoutRng rng;
 
   explicit AttnArgs(const AttnParams& p) : mask(p) {
     q = make_t4(p.q, p.q_str);
@@ -46,15 +55,25 @@ struct AttnArgs {
     // the running max; with softcap the scores are first replaced by
     // cap*tanh(s*scale/cap), already in natural units.
     mult = p.softcap > 0 ? kLog2e : p.scale * kLog2e;
+    alibi = p.alibi_slopes;
+    alibi_sb = p.alibi_batch_stride;
+    alibi_unit = p.softcap > 0 ? -1.f : -1.f / p.scale;
+    dropout = p.dropout_p > 0.f;
+    keep_scale = dropout ? 1.0f / (1.0f - p.dropout_p) : 1.f;
+    drop_b0 = p.batch_offset;
+    rng = dropout ? DropoutRng(p.dropout_seed, p.dropout_offset, p.dropout_p, p.heads_q) : DropoutRng();
   }
+  bool has_variants() const { return alibi != nullptr || dropout; }
 };
 
 struct FwdArgs : AttnArgs {
   Tensor4 o;
   float* lse;  // [B, Hq, Sq] or nullptr
+  int32_t* dropout_mask;  // [B, Hq, Sq, Sk] keep mask to return, or nullptr (padded batches)
   explicit FwdArgs(const FwdParams& p) : AttnArgs(p) {
     o = make_t4(p.out, p.o_str);
     lse = p.lse;
+    dropout_mask = p.dropout_mask;
   }
 };
 

@@ -33,7 +33,11 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t str
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
                                                      " key tiles exceed the 2^31 - 1 blocks of one launch");
   const dim3 grid(static_cast<unsigned>(blocks));
-  auto* kernel = p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM> : &bwd_kernel<T, D, false, BIG_SMEM>;
+  // ALiBi / dropout: the VAR kernel, for both modes (its dQ atomics are off
+  // when args.dq_accum is null, i.e. deterministic).
+  auto* kernel = p.has_variants()  ? &bwd_kernel<T, D, false, BIG_SMEM, true>
+                 : p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM>
+                                   : &bwd_kernel<T, D, false, BIG_SMEM>;
   Status s = set_smem(kernel, Cfg::smem());
   if (!s.ok()) return s;
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
@@ -79,7 +83,7 @@ Status run_bwd(const BwdParams& p, void* workspace) {
   if (rows > 0) {
     if (p.deterministic) {
       using Cfg = DqCfg<D>;
-      auto* kernel = &bwd_dq_kernel<T, D>;
+      auto* kernel = p.has_variants() ? &bwd_dq_kernel<T, D, true> : &bwd_dq_kernel<T, D>;
       Status s = set_smem(kernel, Cfg::smem());
       if (!s.ok()) return s;
       const dim3 grid(static_cast<unsigned>((p.seqlen_q + Cfg::BM - 1) / Cfg::BM),

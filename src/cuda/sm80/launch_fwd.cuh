@@ -58,7 +58,17 @@ Status run_fwd(const FwdParams& p, void* workspace) {
   }
   const dim3 grid(static_cast<unsigned>(plan.m_blocks), static_cast<unsigned>(plan.heads_y),
                   static_cast<unsigned>(p.batch * plan.nsplit));
-  if (plan.decode) {
+  if (p.has_variants()) {
+    // Keys a row never visits keep 0 in the returned mask.
+    if (p.dropout_mask != nullptr)
+      FA_CUDA_TRY(cudaMemsetAsync(p.dropout_mask, 0,
+                                  static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k) * sizeof(int32_t),
+                                  stream));
+    auto* kernel = &fwd_kernel<T, D, Cfg, true>;
+    constexpr size_t smem = Cfg::smem();
+    FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<grid, Cfg::NW * 32, smem, stream>>>(args);
+  } else if (plan.decode) {
     using Dc = FwdDecodeCfg<D>;
     auto* kernel = &fwd_kernel<T, D, Dc>;
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Dc::smem())));
