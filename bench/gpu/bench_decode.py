@@ -24,23 +24,10 @@ import torch.nn.functional as F
 
 import flashattn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import median_ms  # noqa: E402  (bench/gpu/timing.py)
+
 HQ, HKV, D = 64, 8, 128
-
-
-def median_ms(f, warmup=5, repeat=20):
-    for _ in range(warmup):
-        f()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def copy_bandwidth():

@@ -21,22 +21,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import flashattn
 
-
-def median_ms(f, warmup=5, repeat=30):
-    """Median of `repeat` CUDA-event timings after `warmup` calls."""
-    for _ in range(warmup):
-        f()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import median_ms  # noqa: E402  (bench/gpu/timing.py)
 
 
 def flops(b, h, n, d, causal, mode):
@@ -116,7 +102,7 @@ def main():
                                 o = fn(q, k, v, causal)
                                 g = torch.randn_like(o)
                                 f = lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
-                            ms = median_ms(f)
+                            ms = median_ms(f, repeat=30)
                             tf = flops(b, h, n, d, causal, mode) / ms / 1e9
                             print(f"{name},{mode},{d},{n},{causal},{b},{h},{ms:.4f},{tf:.1f}", file=out, flush=True)
                         except Exception as e:  # a peer without this shape: record, go on

@@ -8,6 +8,12 @@
 #   bench/gpu/h200_run.sh python  pytest with CUDA tensors, GPT-block example
 #   bench/gpu/h200_run.sh bench   flashattn vs torch SDPA flash/cuDNN, DESIGN.md grid
 #   bench/gpu/h200_run.sh sanitize | final   (sanitizers alone | all, time-boxed order)
+#   bench/gpu/h200_run.sh sanitize_all  all four sanitizers over every kernel family
+#                                 (varlen, KV cache, split-KV, sm90 bwd, ring, d192, ...)
+#                                 plus an ncu check that every kernel was launched
+#   bench/gpu/h200_run.sh varlen_bench  varlen vs padded prefill, same kernel (issue 8)
+#   bench/gpu/h200_run.sh call_overhead per-call time of batch-1 decode, eager and
+#                                 CUDA-graph replay, vs torch SDPA (issue 8)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLASHATTN_BUILD_DIR:-$root/build-h200}
@@ -47,6 +53,24 @@ stage_sanitize() {
         "$T" --gtest_brief=1 --gtest_filter="$SAN_FILTER" 2>&1 | tail -n 8
     done
   done
+}
+
+# Every kernel family under memcheck/racecheck/synccheck/initcheck, and the
+# kernel-coverage proof (bench/gpu/h200_sanitize_all.sh; ~4-7 min).
+stage_sanitize_all() {
+  OUT="$out" FLASHATTN_BUILD_DIR="$build" bash "$root/bench/gpu/h200_sanitize_all.sh"
+  echo "rc=$?"
+}
+
+# Varlen (packed, cu_seqlens) vs padded prefill of the same total tokens (issue 8).
+stage_varlen_bench() {
+  timeout ${FA_T_VARLEN:-300} python3 "$root/bench/gpu/bench_varlen.py" "$out/h200-varlen-bench.csv" "$@" 2>&1 | tail -n 60
+}
+
+# Host cost per flash_attn_with_kvcache call: CPU front end, batch-1 decode at
+# 1k/8k eager and captured in a CUDA graph, torch SDPA (issue 8).
+stage_call_overhead() {
+  timeout ${FA_T_OVERHEAD:-180} python3 "$root/bench/gpu/bench_call_overhead.py" "$out/h200-call-overhead.csv" "$@" 2>&1 | tail -n 30
 }
 
 stage_python() {

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Varlen (packed + cu_seqlens) against padded prefill of the same tokens (issue 8:
+"varlen prefill within 5% of the padded-batch speed of the same kernel").
+
+  FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_varlen.py OUT.csv
+
+Shapes: batch 8 x seqlen {1k, 2k, 4k} (every sequence full length, so both
+layouts do the same work), 16 heads, head dim 128, bf16, causal and not.
+padded: flash_attn_func on [B, S, H, D]; varlen: flash_attn_varlen_func on
+[B*S, H, D] with cu_seqlens = 0, S, 2S, ... Forward, and forward+backward
+through autograd (both functions are differentiable). CUDA events, median of
+30 single-call timings after 5 warm-ups (bench/gpu/timing.py).
+
+Each dispatch mode runs in its own process (FLASHATTN_DISABLE_SM90 is read once
+per process): `default` (sm90a kernels where they apply: the padded forward /
+backward; varlen stays on sm80) and `sm80` (FLASHATTN_DISABLE_SM90=1: both
+layouts on the sm80 kernels, the like-for-like comparison). The kernels each
+call launched are read with torch.profiler and written to the CSV.
+
+CSV columns: mode,pass,causal,batch,seqlen,layout,ms,tflops,varlen_over_padded,kernels
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+H, D = 16, 128
+
+
+def _kernels(fn) -> str:
+    """Names of the CUDA kernels one call of fn launches (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        names = []
+        for e in prof.events():
+            if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type):
+                n = e.name
+                if "flashattn::" not in n:
+                    continue  # torch's own kernels (autograd fills, copies)
+                n = n.replace("flashattn::detail::cuda::", "").split("(")[0].replace("void ", "")
+                if n not in names:
+                    names.append(n)
+        return " + ".join(names) if names else "?"
+    except Exception as e:  # profiler unavailable: say so
+        return f"? ({type(e).__name__})"
+
+
+def child(mode: str) -> list:
+    import torch
+
+    sys.path.insert(0, HERE)
+    from timing import median_ms
+
+    from flashattn import flash_attn_func, flash_attn_varlen_func
+
+    rows = []
+    dev = torch.device("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    B = 8
+    for S in (1024, 2048, 4096):
+        q = torch.randn(B, S, H, D, device=dev, dtype=torch.bfloat16, generator=gen)
+        k = torch.randn(B, S, H, D, device=dev, dtype=torch.bfloat16, generator=gen)
+        v = torch.randn(B, S, H, D, device=dev, dtype=torch.bfloat16, generator=gen)
+        do = torch.randn(B, S, H, D, device=dev, dtype=torch.bfloat16, generator=gen)
+        qp, kp, vp, dop = (x.reshape(B * S, H, D) for x in (q, k, v, do))
+        cu = torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device=dev)
+        for causal in (False, True):
+            flops_f = 4 * B * H * S * S * D / (2 if causal else 1)
+            res = {}
+            for layout in ("padded", "varlen"):
+                if layout == "padded":
+                    def fwd(g=False):
+                        a, b, c = (x.detach().requires_grad_(g) for x in (q, k, v))
+                        return flash_attn_func(a, b, c, causal=causal), (a, b, c)
+                    dout = do
+                else:
+                    def fwd(g=False):
+                        a, b, c = (x.detach().requires_grad_(g) for x in (qp, kp, vp))
+                        return flash_attn_varlen_func(a, b, c, cu, cu, S, S, causal=causal), (a, b, c)
+                    dout = dop
+                with torch.no_grad():
+                    out_ref = fwd()[0]
+
+                def f_fwd():
+                    with torch.no_grad():
+                        fwd()
+
+                def f_fb():
+                    o, _ = fwd(True)
+                    o.backward(dout)
+
+                for pname, f, fl in (("fwd", f_fwd, flops_f), ("fwd+bwd", f_fb, flops_f * 3.5)):
+                    try:
+                        ms = median_ms(f, warmup=5, repeat=30)
+                        kern = _kernels(f)
+                    except Exception as e:  # e.g. out of memory: a row that says so
+                        rows.append(dict(mode=mode, **{"pass": pname}, causal=int(causal), batch=B, seqlen=S,
+                                         layout=layout, ms="", tflops="", varlen_over_padded="",
+                                         kernels=f"error: {str(e).splitlines()[0][:100]}"))
+                        continue
+                    res[(pname, layout)] = ms
+                    rows.append(dict(mode=mode, **{"pass": pname}, causal=int(causal), batch=B, seqlen=S,
+                                     layout=layout, ms=f"{ms:.4f}", tflops=f"{fl / (ms * 1e-3) / 1e12:.1f}",
+                                     varlen_over_padded="", kernels=kern))
+                res[("out", layout)] = out_ref.reshape(B * S, H, D).float()
+            for r in rows:
+                if (r["mode"], r["causal"], r["seqlen"], r["layout"]) == (mode, int(causal), S, "varlen"):
+                    p = res.get((r["pass"], "padded"))
+                    vl = res.get((r["pass"], "varlen"))
+                    if p and vl:
+                        r["varlen_over_padded"] = f"{vl / p:.3f}"
+            err = (res[("out", "padded")] - res[("out", "varlen")]).abs().max().item()
+            print(f"# {mode} S={S} causal={int(causal)}: max|padded - varlen| forward = {err:.3g}", flush=True)
+        del q, k, v, do, qp, kp, vp, dop
+        torch.cuda.empty_cache()
+    return rows
+
+
+FIELDS = ["mode", "pass", "causal", "batch", "seqlen", "layout", "ms", "tflops", "varlen_over_padded", "kernels"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?", default="")
+    ap.add_argument("--child", choices=["default", "sm80"])
+    ap.add_argument("--modes", default="sm80,default")
+    a = ap.parse_args()
+    if a.child:
+        for r in child(a.child):
+            print("ROW," + ",".join(str(r[f]).replace(",", ";") for f in FIELDS), flush=True)
+        return
+    import datetime
+
+    lines = [f"# bench_varlen {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%MZ} "
+             f"commit={os.environ.get('FLASHATTN_COMMIT', 'unknown')} lib={os.environ.get('FLASHATTN_LIBRARY', '?')}",
+             ",".join(FIELDS)]
+    print("\n".join(lines), flush=True)
+    for mode in a.modes.split(","):
+        env = dict(os.environ, FLASHATTN_DISABLE_SM90="1" if mode == "sm80" else "0")
+        try:
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", mode], env=env,
+                               capture_output=True, text=True,
+                               timeout=int(os.environ.get("FA_T_VARLEN_MODE", "140")))
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            p = subprocess.CompletedProcess(e.cmd, 124, out, "timed out")
+        for ln in p.stdout.splitlines():
+            if ln.startswith("ROW,"):
+                ln = ln[4:]
+                lines.append(ln)
+            print(ln, flush=True)
+        if p.returncode:
+            msg = f"# mode {mode}: exit {p.returncode}: " + " | ".join(p.stderr.strip().splitlines()[-3:])
+            print(msg, flush=True)
+            lines.append(msg)
+    if a.out:
+        with open(a.out, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()
