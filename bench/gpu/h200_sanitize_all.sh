@@ -12,15 +12,16 @@
 # Writes $OUT/sanitize_all.log (every run's output) and
 # $OUT/sanitize_all-coverage.txt; prints the summary table. Exit status 0 only
 # when every run finished with 0 errors/hazards and no kernel went unlaunched.
-# Expected wall time on an H200: ~3-5 min (racecheck dominates), +1-2 min ncu.
+# Expected wall time on an H200: ~4-7 min (racecheck dominates), +1-3 min ncu.
 #
 # The __global__ kernels in src/ (grep -rn __global__ src), by family:
-#   src/cuda/sm80/fwd_kernel.cuh      fwd_kernel<T, D, FwdCfg<D> | FwdDecodeCfg<D>>   T in {half, bf16},
-#                                     D in {64, 96, 128, 192, 256}: dense, varlen, KV-cache forward
+#   src/cuda/sm80/fwd_kernel.cuh      fwd_kernel<T, D, FwdCfg<D> | FwdDecodeCfg<D> [, VAR]>  T in {half, bf16},
+#                                     D in {64, 96, 128, 192, 256}: dense, varlen, KV-cache forward;
+#                                     VAR = ALiBi/dropout (src/cuda/sm80/variants.cuh)
 #   src/cuda/sm80/combine_kernel.cuh  combine_kernel<T>            split-KV merge of (O, LSE) partials
 #   src/cuda/sm80/append_kernel.cuh   append_kv_kernel<0>          KV-cache append (paged or not)
-#   src/cuda/sm80/bwd_kernel.cuh      bwd_kernel<T, D, DET, BIG_SMEM> (BIG_SMEM only at D 256)
-#   src/cuda/sm80/bwd_dq_kernel.cuh   bwd_dq_kernel<T, D>           deterministic backward's dQ pass
+#   src/cuda/sm80/bwd_kernel.cuh      bwd_kernel<T, D, DET, BIG_SMEM [, VAR]> (BIG_SMEM only at D 256)
+#   src/cuda/sm80/bwd_dq_kernel.cuh   bwd_dq_kernel<T, D [, VAR]>   deterministic backward's dQ pass
 #   src/cuda/sm80/bwd_preprocess.cuh  bwd_preprocess_kernel<T>     D = rowsum(dO * O)
 #   src/cuda/sm80/bwd_postprocess.cuh bwd_dq_convert_kernel<T>     fp32 dQ accumulator -> T
 #   src/cuda/sm90/kernel.cuh          sm90 fwd_kernel<FwdTraits<T, D>>, D in {64, 128, 256} (wgmma/TMA)
@@ -28,8 +29,8 @@
 #   src/cuda/sm90/bwd_prepost.cuh     bwd_sm90_preprocess<T>, bwd_sm90_postprocess<T>
 #   src/ring/ring_kernels.cuh         elementwise_kernel (copy/convert/accumulate/fill), merge_kernel (LSE merge)
 #   src/cuda/probe.cu                 probe_kernel (never launched: cudaFuncGetAttributes probe only)
-# 76 instantiations with the default head dims; `kernel_coverage.py list LIB`
-# prints them from the library itself.
+# 76 instantiations with the default head dims before ALiBi/dropout, ~106
+# with the VAR ones; `kernel_coverage.py list LIB` prints them from the library.
 #
 # The runs (each under every tool), small odd shapes, GQA, causal, Sq != Sk:
 #   gpu-sm90  tests/flashattn_gpu_tests, $GPU_FILTER, default dispatch (sm90a
@@ -39,17 +40,22 @@
 #   cli       tools/flashattn run, FLASHATTN_DISABLE_SM90=1: the head-dim-192
 #             tile (no gtest case has 128 < d <= 192) and the deterministic
 #             backward at tiles 96/128/192/256 (gtests have it at 64 only)
+#   variants  bench/gpu/sanitize_variants.py (torch, CUDA tensors): ALiBi +
+#             dropout forward/backward at every tile, fp16/bf16, det or not
+#             (the sm80 VAR instantiations; the GPU gtests have no such case)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLASHATTN_BUILD_DIR:-$root/build-h200}
 out=${OUT:-/tmp/fa_out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$build/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 T="$build/tests/flashattn_gpu_tests"
 R="$build/tests/flashattn_ring_gpu_tests"
 CLI="$build/tools/flashattn"
 LIB="$build/src/libflashattn.so.0.1.0"
 [ -f "$LIB" ] || LIB=$(ls "$build"/src/libflashattn.so* 2>/dev/null | head -n 1)
+export FLASHATTN_LIBRARY="$LIB"
 log="$out/sanitize_all.log"
 cov="$out/sanitize_all-coverage.txt"
 tmp=$(mktemp -d /tmp/fa_san.XXXXXX)
@@ -113,6 +119,7 @@ RUNS=(
   "gpu-sm80|FLASHATTN_DISABLE_SM90=1|$T --gtest_brief=1 --gtest_filter=$GPU_FILTER"
   "ring|FLASHATTN_DISABLE_SM90=0|$R --gtest_brief=1 --gtest_filter=$RING_FILTER"
   "cli|FLASHATTN_DISABLE_SM90=1|bash $cli_script"
+  "variants|FLASHATTN_DISABLE_SM90=0|python3 $root/bench/gpu/sanitize_variants.py"
 )
 
 summary="$tmp/summary"
@@ -135,7 +142,10 @@ passed = sum(int(x) for x in re.findall(r"\[  PASSED  \] (\d+) test", t))
 failed = sum(int(x) for x in re.findall(r"\[  FAILED  \] (\d+) test", t))
 skipped = sum(int(x) for x in re.findall(r"\[  SKIPPED \] (\d+) test", t))
 cli = len(re.findall(r"^## flashattn run", t, re.M))
-tests = f"{passed} ok/{failed} fail/{skipped} skip" if (passed or failed) else (f"{cli} CLI runs" if cli else "-")
+py_ok = len(re.findall(r": ok$", t, re.M))
+py_bad = len(re.findall(r": (FAILED|NON-FINITE|refused)", t))
+tests = (f"{passed} ok/{failed} fail/{skipped} skip" if (passed or failed) else
+         f"{cli} CLI runs" if cli else f"{py_ok} py ok/{py_bad} not" if (py_ok or py_bad) else "-")
 print(f"{err if found else '?'}|{warn}|{tests}")
 EOF
 }
