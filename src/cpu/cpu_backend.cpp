@@ -12,12 +12,13 @@
 #include <new>
 #include <string>
 
+#include "amx_support.hpp"
 #include "kernel_table.hpp"
 
 namespace flashattn::detail::cpu {
 namespace {
 
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
 // does not know "f16c" (the sanitizer/fuzzer build uses clang).
@@ -37,13 +38,16 @@ Isa best_supported() {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq");
+#if defined(FLASHATTN_CPU_AMX)
+  if (avx512 && amx_usable()) return Isa::Amx;
+#endif
   if (avx512) return Isa::Avx512;
   if (avx2) return Isa::Avx2;
 #endif
   return Isa::Scalar;
 }
 
-// FLASHATTN_CPU_ISA=scalar|avx2|avx512 caps the choice (tests run every
+// FLASHATTN_CPU_ISA=scalar|avx2|avx512|amx caps the choice (tests run every
 // path on one machine); a request above what the CPU has is lowered.
 const KernelTable& select() {
   Isa isa = best_supported();
@@ -52,10 +56,14 @@ const KernelTable& select() {
     if (!std::strcmp(env, "scalar")) want = Isa::Scalar;
     else if (!std::strcmp(env, "avx2")) want = Isa::Avx2;
     else if (!std::strcmp(env, "avx512")) want = Isa::Avx512;
+    else if (!std::strcmp(env, "amx")) want = Isa::Amx;
     if (want < isa) isa = want;
   }
   switch (isa) {
 #if defined(__x86_64__) || defined(_M_X64)
+#if defined(FLASHATTN_CPU_AMX)
+    case Isa::Amx: return kernels_amx();
+#endif
     case Isa::Avx512: return kernels_avx512();
     case Isa::Avx2: return kernels_avx2();
 #endif

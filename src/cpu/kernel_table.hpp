@@ -26,6 +26,9 @@ const KernelTable& kernels_scalar();
 #if defined(__x86_64__) || defined(_M_X64)
 const KernelTable& kernels_avx2();
 const KernelTable& kernels_avx512();
+#if defined(FLASHATTN_CPU_AMX)
+const KernelTable& kernels_amx();  // bf16 on AMX tiles, the rest as kernels_avx512
+#endif
 #endif
 
 }  // namespace flashattn::detail::cpu

@@ -25,6 +25,8 @@
 #include <cstring>
 
 #include <algorithm>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/mask.hpp"
@@ -40,6 +42,7 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 struct FwdLayout {
   int64_t dpad;                              // head_dim rounded up to whole vectors
   size_t qt, k, v, s, o, m, l, al, tmp, lohi, qpos, zr, per_thread;  // float offsets in one thread's slice
+  size_t qv = 0, kb16 = 0, vt16 = 0, pv = 0, ot = 0;  // AMX only (forward_amx.hpp): bf16 pairs per float
 };
 
 inline FwdLayout fwd_layout(int64_t d) {
@@ -58,9 +61,27 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.lohi = c.take(2 * FBR);         // int32 key bounds per query column (masking)
   L.qpos = c.take(FBR);             // ALiBi: i + Sk - Sq per query column
   L.zr = c.take(FBC);               // dropout: Z / (1 - p) of one column's keys
+#if FA_AMX
+  const int64_t dq32 = round_up(d, 32);
+  L.qv = c.take(dq32 / 2 * FBR);      // Q^T, VNNI pairs of bf16: dq32/2 x FBR
+  L.kb16 = c.take(FBC * dq32 / 2);    // K tile, bf16 rows: FBC x dq32
+  L.vt16 = c.take(L.dpad * FBC / 2);  // V^T, bf16: dpad x FBC
+  L.pv = c.take(FBC / 2 * FBR);       // P^T, VNNI pairs of bf16: FBC/2 x FBR
+  L.ot = c.take(L.dpad * FBR);        // O^T: dpad x FBR
+#endif
   L.per_thread = c.floats;
   return L;
 }
+
+// Element type of a row accessor (Rows / PagedRows).
+template <class KV>
+using row_type_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<const KV&>().row(0))>>;
+
+#if FA_AMX
+}  // namespace flashattn::detail::cpu::FA_ISA_NS
+#include "forward_amx.hpp"  // attend_amx: attend below, for bf16 on AMX tiles
+namespace flashattn::detail::cpu::FA_ISA_NS {
+#endif
 
 // O = diag(alpha) O + P V for a partially masked tile whose V holds inf/NaN:
 // masked P entries are exactly 0, and 0 * inf/NaN in the gemm would put NaN
@@ -84,11 +105,19 @@ inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* p
 // below c_end, for ncol query columns of (scale Q)^T already in qt; column i
 // sees keys [lo[i], hi[i]) (absolute). Leaves unnormalised O, m and l in the
 // thread's buffers. full_lo / full_hi: a tile inside [full_lo, full_hi) needs
-// no per-element mask (the largest lo and the smallest hi).
+// no per-element mask (the largest lo and the smallest hi). qscale: the
+// factor already in qt (the AMX path applies it to the scores instead).
 template <class KV>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
-            const KV& V, float cap, const Variants* var = nullptr) {
+            const KV& V, float qscale, float cap, const Variants* var = nullptr) {
+#if FA_AMX
+  if constexpr (std::is_same_v<row_type_t<KV>, bf16_t>) {
+    return attend_amx(L, ws, d, nq, ncol, seqlen_k, c_begin, c_end, full_lo, full_hi, K, V, qscale,
+                      cap, var);
+  }
+#endif
+  (void)qscale;
   const int64_t dp = L.dpad;
   const bool capped = cap > 0.0f;
   const bool alibi = var && var->alibi, dropout = var && var->dropout;
@@ -213,6 +242,13 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
     col(c, &h, &i);
     load_row(rows_of<const T>(p.q, p.q_str, b, h).row(i), tmp, d, qscale);
     for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
+#if FA_AMX
+    if constexpr (std::is_same_v<T, bf16_t>) {
+      pack_q_column(reinterpret_cast<uint16_t*>(ws + L.qv), c,
+                    reinterpret_cast<const uint16_t*>(rows_of<const T>(p.q, p.q_str, b, h).row(i)), d,
+                    round_up(d, 32));
+    }
+#endif
     const KeyRange r = mask.keys(i);
     lo[c] = int32_t(r.begin);
     hi[c] = int32_t(std::max(r.begin, r.end));
@@ -226,6 +262,12 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   for (int64_t k = 0; k < d; ++k)
     for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
   for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
+#if FA_AMX
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    for (int64_t c = nq; c < ncol; ++c)
+      pack_q_column(reinterpret_cast<uint16_t*>(ws + L.qv), c, nullptr, 0, round_up(d, 32));
+  }
+#endif
   if (cb.keys.begin >= cb.keys.end) cb.keys = {0, 0};
   return cb;
 }
@@ -262,7 +304,7 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
   }
   attend(L, ws, p.head_dim, nq, ncol, p.seqlen_k, c_begin, kr.end, cb.full_lo, cb.full_hi,
          kv_rows<T, PAGED>(p, p.k, p.k_str, b, hk), kv_rows<T, PAGED>(p, p.v, p.v_str, b, hk),
-         p.softcap, var.any() ? &var : nullptr);
+         qscale_of(p), p.softcap, var.any() ? &var : nullptr);
   for (int64_t i = 0; i < nq; ++i) store_column<T>(p, L, ws, i, b, h, r0 + i);
 }
 
@@ -365,7 +407,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk,
   }
   attend(L, ws, sp.head_dim, nq, ncol, sp.seqlen_k, c_begin, c_end, cb.full_lo, cb.full_hi,
          kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk), kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk),
-         sp.softcap);
+         qscale_of(sp), sp.softcap);
   if (part == nullptr) {
     for (int64_t c = 0; c < nq; ++c) {
       int64_t h, i;

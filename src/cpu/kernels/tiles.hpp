@@ -17,6 +17,10 @@
 #ifndef FA_BC
 #define FA_BC 128
 #endif
+// FA_AMX: the translation unit runs bf16 GEMMs on AMX tiles (kernels_amx.cpp).
+#ifndef FA_AMX
+#define FA_AMX 0
+#endif
 #ifndef FA_FWD_BR
 #define FA_FWD_BR 256
 #endif

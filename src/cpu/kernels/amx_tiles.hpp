@@ -1,0 +1,176 @@
+// AMX building blocks for the bf16 kernels (kernels_amx.cpp only): the tile
+// configuration, a blocked tile GEMM, and the packings that put operands in
+// the layouts TDPBF16PS reads.
+//
+// TDPBF16PS C += A B on tiles: C is 16 x 16 fp32, A is 16 rows x 32 bf16
+// (row-major), B is 16 rows x 16 *pairs*: B row r holds (B[2r][n], B[2r+1][n])
+// for n = 0..15 (the "VNNI" layout: two consecutive k of one column side by
+// side). Products are exact in fp32 and summed in fp32, so a bf16 operand
+// stream gives the fp32-accumulated result the correctness rule expects.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "simd.hpp"
+
+#if !defined(__AMX_TILE__) || !defined(__AMX_BF16__) || !defined(__AVX512BF16__)
+#error "amx_tiles.hpp needs -mamx-tile -mamx-bf16 -mavx512bf16"
+#endif
+
+namespace flashattn::detail::cpu::FA_ISA_NS {
+
+// Every tile register as 16 rows x 64 bytes, palette 1: one configuration for
+// every GEMM, so it is loaded once per task (LDTILECFG is not free) and the
+// edges are handled by zero padding instead of per-shape configurations.
+// Registers: 0-3 C (2 x 2 block), 4-5 A, 6-7 B.
+struct alignas(64) TileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+inline void configure_tiles() {
+  TileConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }
+  _tile_loadconfig(&cfg);
+}
+// Hands the tile state back (a thread that leaves it configured pays for
+// saving 8 KiB more on every context switch).
+inline void release_tiles() { _tile_release(); }
+
+// One (16*MB) x (16*NB) block of C (+)= A B over K (a multiple of 32).
+// A: bf16 rows, lda elements apart. B: VNNI rows of pairs, ldb bf16 elements
+// apart (row r holds k = 2r, 2r+1). C: fp32 rows, ldc floats apart.
+template <int MB, int NB>
+inline void tile_block(int64_t K, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb,
+                       float* C, int64_t ldc, bool accumulate) {
+  const int sa = int(lda * 2), sb = int(ldb * 2), sc = int(ldc * 4);
+  if (accumulate) {
+    _tile_loadd(0, C, sc);
+    if constexpr (NB == 2) _tile_loadd(1, C + 16, sc);
+    if constexpr (MB == 2) _tile_loadd(2, C + 16 * ldc, sc);
+    if constexpr (MB == 2 && NB == 2) _tile_loadd(3, C + 16 * ldc + 16, sc);
+  } else {
+    _tile_zero(0);
+    if constexpr (NB == 2) _tile_zero(1);
+    if constexpr (MB == 2) _tile_zero(2);
+    if constexpr (MB == 2 && NB == 2) _tile_zero(3);
+  }
+  for (int64_t k = 0; k < K; k += 32) {
+    const uint16_t* b = B + (k / 2) * ldb;
+    _tile_loadd(4, A + k, sa);
+    _tile_loadd(6, b, sb);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NB == 2) {
+      _tile_loadd(7, b + 32, sb);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (MB == 2) {
+      _tile_loadd(5, A + 16 * lda + k, sa);
+      _tile_dpbf16ps(2, 5, 6);
+    }
+    if constexpr (MB == 2 && NB == 2) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, C, sc);
+  if constexpr (NB == 2) _tile_stored(1, C + 16, sc);
+  if constexpr (MB == 2) _tile_stored(2, C + 16 * ldc, sc);
+  if constexpr (MB == 2 && NB == 2) _tile_stored(3, C + 16 * ldc + 16, sc);
+}
+
+// C[M x N] (+)= A[M x K] B[K x N]; M, N multiples of 16, K of 32, operands
+// zero padded to those sizes. The N loop is inside: each A panel (32 rows)
+// is read from L1 once per 32 columns, the B panel streams.
+inline void tile_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
+                      const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  for (int64_t m0 = 0; m0 < M; m0 += 32) {
+    const bool m2 = M - m0 >= 32;
+    for (int64_t n0 = 0; n0 < N; n0 += 32) {
+      const bool n2 = N - n0 >= 32;
+      const uint16_t* a = A + m0 * lda;
+      const uint16_t* b = B + n0 * 2;
+      float* c = C + m0 * ldc + n0;
+      if (m2 && n2) tile_block<2, 2>(K, a, lda, b, ldb, c, ldc, accumulate);
+      else if (m2) tile_block<2, 1>(K, a, lda, b, ldb, c, ldc, accumulate);
+      else if (n2) tile_block<1, 2>(K, a, lda, b, ldb, c, ldc, accumulate);
+      else tile_block<1, 1>(K, a, lda, b, ldb, c, ldc, accumulate);
+    }
+  }
+}
+
+// In-register transpose of a 16 x 16 block of 32-bit elements.
+inline void transpose16x16(__m512i r[16]) {
+  __m512i a[16], b[16], c[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    b[4 * i + 0] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      c[8 * i + j] = _mm512_shuffle_i32x4(b[8 * i + j], b[8 * i + 4 + j], 0x88);
+      c[8 * i + 4 + j] = _mm512_shuffle_i32x4(b[8 * i + j], b[8 * i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_i32x4(c[j], c[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_i32x4(c[j], c[8 + j], 0xdd);
+  }
+}
+
+// dst[k * ldd + j] = src(j)[k] for k < kpad (a multiple of 16) and j < jpad
+// (a multiple of 32): the transpose of an n x d bf16 matrix whose row j is
+// src(j), zero outside j < n, k < d. As 32-bit elements this is the
+// transpose of the pair-interleaved rows (src(2r)[k], src(2r+1)[k]), so it
+// runs as 16 x 16 transposes of those. Returns true when a value is inf or
+// NaN (exponent bits all ones), which the caller's masking must know about.
+template <class RowFn>
+bool transpose_bf16(RowFn src, int64_t n, int64_t d, int64_t kpad, int64_t jpad, uint16_t* dst,
+                    int64_t ldd) {
+  const __m256i expo = _mm256_set1_epi16(0x7f80);
+  __mmask16 bad = 0;
+  for (int64_t j0 = 0; j0 < jpad; j0 += 32) {
+    for (int64_t k0 = 0; k0 < kpad; k0 += 16) {
+      const __mmask16 km = k0 + 16 <= d ? __mmask16(0xffff)
+                                        : __mmask16(k0 < d ? (1u << (d - k0)) - 1 : 0);
+      __m512i w[16];
+      for (int r = 0; r < 16; ++r) {
+        const int64_t j = j0 + 2 * r;
+        const __m256i lo = j < n ? _mm256_maskz_loadu_epi16(km, src(j) + k0) : _mm256_setzero_si256();
+        const __m256i hi = j + 1 < n ? _mm256_maskz_loadu_epi16(km, src(j + 1) + k0) : _mm256_setzero_si256();
+        bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(lo, expo), expo) |
+               _mm256_cmpeq_epi16_mask(_mm256_and_si256(hi, expo), expo);
+        w[r] = _mm512_or_si512(_mm512_cvtepu16_epi32(lo),
+                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+      }
+      transpose16x16(w);
+      for (int r = 0; r < 16; ++r) _mm512_storeu_si512(dst + (k0 + r) * ldd + j0, w[r]);
+    }
+  }
+  return bad != 0;
+}
+
+// Rounds two fp32 vectors (k = 2r and 2r + 1 of 16 columns) to bf16 (nearest
+// even, NaN kept) and interleaves them into one VNNI row of 16 pairs.
+inline __m512i pack_pair_bf16(__m512 even, __m512 odd) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                       23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));  // even low, odd high
+  return _mm512_permutexvar_epi16(idx, both);
+}
+
+inline float bf16_bits_to_float(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace flashattn::detail::cpu::FA_ISA_NS

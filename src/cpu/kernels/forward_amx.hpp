@@ -1,0 +1,170 @@
+// The forward's inner loop (forward.hpp, attend) for bf16 inputs on AMX:
+// the same FlashAttention-2 online softmax, tile order and S^T orientation,
+// with both GEMMs on the tile unit and P rounded to bf16 before P V, as a GPU
+// kernel does (the correctness rule's naive_same_dtype rounds P the same way).
+//
+//   S^T = K Q^T   A = the K tile, bf16 rows copied as they are;
+//                 B = Q^T in VNNI pairs, packed once per task (load_columns).
+//   O^T += V^T P^T  A = V^T, transposed once per K/V tile;
+//                 B = P^T in VNNI pairs, written by the softmax loop itself.
+// Q is packed unscaled (exact: bf16 in, bf16 out) and the softmax scale is
+// applied to the fp32 scores, so no rounding is added before Q K^T. O is kept
+// transposed (d x queries) so the per-query rescale exp(m_old - m_new) stays a
+// vector multiply across lanes; it is skipped when every factor is exactly 1,
+// the common case once a row's maximum has settled. The transposed O goes
+// back to the row layout of forward.hpp once per task.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "amx_tiles.hpp"
+#include "convert.hpp"
+#include "simd.hpp"
+#include "tile_mask.hpp"
+#include "tiles.hpp"
+#include "variants.hpp"
+
+namespace flashattn::detail::cpu::FA_ISA_NS {
+
+static_assert(FBC % 32 == 0 && FBR % 32 == 0, "AMX tiles: 32 keys, 32 queries per block");
+static_assert(VW == 16, "AMX kernels use 16-float vectors");
+
+// Column c of the task's tile gets query row `row` (bf16 bits), unscaled:
+// qv row r (of FBR pairs) holds (q[2r], q[2r + 1]); zero past d up to dq32.
+inline void pack_q_column(uint16_t* qv, int64_t c, const uint16_t* row, int64_t d, int64_t dq32) {
+  for (int64_t k = 0; k < dq32; ++k) qv[(k / 2) * 2 * FBR + 2 * c + (k & 1)] = k < d ? row[k] : 0;
+}
+
+template <class KV>
+void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol,
+                int64_t seqlen_k, int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi,
+                const KV& K, const KV& V, float qscale, float cap, const Variants* var) {
+  const int64_t dp = L.dpad, dq32 = round_up(d, 32);
+  const bool capped = cap > 0.0f;
+  const bool alibi = var && var->alibi, dropout = var && var->dropout;
+  const bool plain = !capped && !alibi;
+  float *s = ws + L.s, *o = ws + L.o, *ot = ws + L.ot;
+  float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al;
+  const uint16_t* qv = reinterpret_cast<const uint16_t*>(ws + L.qv);
+  uint16_t* kb = reinterpret_cast<uint16_t*>(ws + L.kb16);
+  uint16_t* vt = reinterpret_cast<uint16_t*>(ws + L.vt16);
+  uint16_t* pv = reinterpret_cast<uint16_t*>(ws + L.pv);
+  const int32_t* lo = reinterpret_cast<const int32_t*>(ws + L.lohi);
+  const int32_t* hi = lo + FBR;
+  for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
+  for (int64_t k = 0; k < dp; ++k) std::memset(ot + k * FBR, 0, sizeof(float) * size_t(ncol));
+  auto krow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(K.row(j)); };
+  configure_tiles();
+
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
+    const int64_t nk = std::min(FBC, seqlen_k - c0);
+    const int64_t nk16 = round_up(nk, 16), nk32 = round_up(nk, 32);
+    for (int64_t j = 0; j < nk16; ++j) {
+      uint16_t* dst = kb + j * dq32;
+      if (j < nk) std::memcpy(dst, krow(c0 + j), size_t(d) * 2);
+      std::memset(dst + (j < nk ? d : 0), 0, size_t(dq32 - (j < nk ? d : 0)) * 2);
+    }
+    auto vrow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(V.row(c0 + j)); };
+    const bool vbad = transpose_bf16(vrow, nk, d, dp, nk32, vt, FBC);
+    const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
+    const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
+    const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
+
+    tile_gemm(nk16, ncol, dq32, kb, dq32, qv, 2 * FBR, s, FBR, false);  // raw q.k
+    if (partial) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
+
+    for (int64_t c = 0; c < ncol; c += VW) {
+      if (pf_step) {
+        const int64_t a = pf0 + c / VW * pf_step, e = std::min(pf1, a + pf_step);
+        prefetch_rows(K, a, e, d);
+        prefetch_rows(V, a, e, d);
+      }
+      // Plain scores stay raw q.k and the scale rides in the exponent's FMA;
+      // softcap / ALiBi need the scaled score first, stored back.
+      vf mx = vsplat(kNegInf);
+      if (plain) {
+        for (int64_t j = 0; j < nk; ++j) mx = vmax(mx, vload(s + j * FBR + c));
+        mx = mx * vsplat(qscale);
+      } else {
+        const Variants* va = var;
+        const vf qp = alibi ? vload(ws + L.qpos + c) : vsplat(0.0f);
+        for (int64_t j = 0; j < nk; ++j) {
+          vf x = vload(s + j * FBR + c) * vsplat(qscale);
+          if (capped) x = vsoftcap(x, cap);
+          if (alibi) x += va->bias_q(qp, c0 + j);
+          vstore(s + j * FBR + c, x);
+          mx = vmax(mx, x);
+        }
+      }
+      const vf qs = vsplat(plain ? qscale : 1.0f);
+      vf mold = vload(m + c), mnew = vmax(mold, mx);
+      vf mu = vsel(mnew == vsplat(kNegInf), vsplat(0.0f), mnew);
+      vf alpha = vexp(mold - mu);
+      vf sum = vsplat(0.0f);
+      for (int64_t j = 0; j < nk32; j += 2) {
+        const vf zero = vsplat(0.0f);
+        const vf p0 = j < nk ? vexp(vload(s + j * FBR + c) * qs - mu) : zero;
+        const vf p1 = j + 1 < nk ? vexp(vload(s + (j + 1) * FBR + c) * qs - mu) : zero;
+        sum += p0 + p1;
+        if (dropout) {  // P~ = P o Z / (1 - p) is packed after the keep mask below
+          vstore(s + j * FBR + c, p0);
+          vstore(s + (j + 1) * FBR + c, p1);
+        } else {
+          _mm512_storeu_si512(pv + (j / 2) * 2 * FBR + 2 * c,
+                              pack_pair_bf16(reinterpret_cast<__m512>(p0), reinterpret_cast<__m512>(p1)));
+        }
+      }
+      vstore(l + c, alpha * vload(l + c) + sum);
+      vstore(m + c, mnew);
+      vstore(al + c, alpha);
+    }
+    if (dropout) {
+      float* zr = ws + L.zr;
+      for (int64_t c = 0; c < nq; ++c) {
+        const int64_t i = var->row0 + c;
+        var->keep_row(i, c0, nk, zr);
+        for (int64_t j = 0; j < nk; ++j) s[j * FBR + c] *= zr[j];
+        if (var->mask) {
+          int32_t* mrow = var->mask + i * var->seqlen_k;
+          for (int64_t j = 0; j < nk; ++j)
+            if (c0 + j >= lo[c] && c0 + j < hi[c]) mrow[c0 + j] = zr[j] != 0.0f;
+        }
+      }
+      for (int64_t j = 0; j < nk32; j += 2)
+        for (int64_t c = 0; c < ncol; c += VW) {
+          // Rows past nk hold stale values: the pair's zeros come from here.
+          const vf p0 = j < nk ? vload(s + j * FBR + c) : vsplat(0.0f);
+          const vf p1 = j + 1 < nk ? vload(s + (j + 1) * FBR + c) : vsplat(0.0f);
+          _mm512_storeu_si512(pv + (j / 2) * 2 * FBR + 2 * c,
+                              pack_pair_bf16(reinterpret_cast<__m512>(p0), reinterpret_cast<__m512>(p1)));
+        }
+    }
+    if ((partial || dropout) && vbad) {
+      // A masked P is exactly 0 and 0 * inf/NaN would reach rows that cannot
+      // see the key (forward.hpp, pv_skipping_zeros): skip zero terms. Rare.
+      for (int64_t i = 0; i < nq; ++i) {
+        for (int64_t k = 0; k < dp; ++k) ot[k * FBR + i] *= al[i];
+        for (int64_t j = 0; j < nk; ++j) {
+          const float pij = bf16_bits_to_float(pv[(j / 2) * 2 * FBR + 2 * i + (j & 1)]);
+          if (pij == 0.0f) continue;
+          for (int64_t k = 0; k < d; ++k) ot[k * FBR + i] += pij * bf16_bits_to_float(vt[k * FBC + j]);
+        }
+      }
+      continue;
+    }
+    bool rescale = false;
+    for (int64_t c = 0; c < ncol; c += VW)
+      rescale |= _mm512_cmpneq_ps_mask(reinterpret_cast<__m512>(vload(al + c)), _mm512_set1_ps(1.0f)) != 0;
+    if (rescale) {
+      for (int64_t k = 0; k < dp; ++k)
+        for (int64_t c = 0; c < ncol; c += VW) vstore(ot + k * FBR + c, vload(ot + k * FBR + c) * vload(al + c));
+    }
+    tile_gemm(dp, ncol, nk32, vt, FBC, pv, 2 * FBR, ot, FBR, true);
+  }
+  release_tiles();
+  for (int64_t i = 0; i < nq; ++i)
+    for (int64_t k = 0; k < dp; ++k) o[i * dp + k] = ot[k * FBR + i];
+}
+
+}  // namespace flashattn::detail::cpu::FA_ISA_NS

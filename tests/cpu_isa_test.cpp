@@ -1,0 +1,113 @@
+// Each CPU SIMD path forced through FLASHATTN_CPU_ISA, against the fp64
+// reference under the rule (support/check.hpp): AMX tiles (bf16), AVX-512.
+// The paths the host does not pick by default would otherwise be tested only
+// on other machines. A forced path the CPU lacks is skipped, never lowered
+// silently: the test asks the backend which path it really runs.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cpu/cpu_backend.hpp"
+#include "support/harness.hpp"
+
+namespace fa_test {
+namespace {
+
+// Sets FLASHATTN_CPU_ISA for one test and restores the caller's value.
+class IsaScope {
+ public:
+  explicit IsaScope(const char* isa) {
+    if (const char* old = std::getenv("FLASHATTN_CPU_ISA")) saved_ = old, had_ = true;
+    setenv("FLASHATTN_CPU_ISA", isa, 1);
+  }
+  ~IsaScope() { had_ ? setenv("FLASHATTN_CPU_ISA", saved_.c_str(), 1) : unsetenv("FLASHATTN_CPU_ISA"); }
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+
+Case make(DType dt, int64_t d, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, bool causal,
+          Layout layout = Layout::BSHD, int64_t batch = 1) {
+  Case c;
+  c.dtype = dt;
+  c.head_dim = d;
+  c.seqlen_q = sq;
+  c.seqlen_k = sk;
+  c.heads_q = hq;
+  c.heads_kv = hkv;
+  c.causal = causal;
+  c.layout = layout;
+  c.batch = batch;
+  return c;
+}
+
+// Odd lengths around the tile edges (16/32-row AMX blocks, 64/128 key tiles,
+// 256 query tiles), Sq != Sk both ways, GQA and MQA, causal with rows that
+// see no key (Sq > Sk), head dims 64/128/256 and small odd ones (zero padded
+// to the 32-element tile depth).
+std::vector<Case> isa_cases() {
+  std::vector<Case> v;
+  for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+    v.push_back(make(dt, 128, 267, 267, 2, 1, false));
+    v.push_back(make(dt, 128, 300, 113, 4, 2, true));  // rows 0..186 see no key
+    if (dt != DType::BF16) continue;
+    v.push_back(make(dt, 64, 113, 1030, 4, 1, false, Layout::BHSD));
+    v.push_back(make(dt, 64, 1, 1030, 8, 2, true));  // decode: packed GQA, split KV
+    v.push_back(make(dt, 256, 17, 267, 2, 2, true, Layout::Packed, 2));
+    v.push_back(make(dt, 256, 129, 33, 2, 1, false, Layout::Padded));
+    v.push_back(make(dt, 8, 113, 17, 2, 2, true));
+    v.push_back(make(dt, 40, 65, 97, 3, 1, false));
+    v.push_back(make(dt, 72, 31, 31, 2, 2, true, Layout::BHSD));
+    v.push_back(make(dt, 128, 1, 1, 1, 1, false));
+    Case w = make(dt, 128, 200, 300, 2, 1, true);
+    w.window_left = 37;
+    w.window_right = 5;
+    v.push_back(w);
+    Case sc = make(dt, 64, 150, 150, 2, 2, false);
+    sc.softcap = 30.0f;
+    v.push_back(sc);
+  }
+  return v;
+}
+
+using IsaCase = std::tuple<const char*, Case>;
+
+std::string isa_case_name(const ::testing::TestParamInfo<IsaCase>& info) {
+  return std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name();
+}
+
+// Empty when the forced path is the one the backend runs; else why not.
+std::string missing(const std::string& want) {
+  const std::string got = flashattn::detail::cpu::isa_name();
+  if (got == want) return {};
+  return "this CPU cannot run the " + want + " path (best available: " + got +
+         "); AMX needs amx_tile + amx_bf16 + avx512_bf16 and Linux >= 5.16";
+}
+
+class CpuIsa : public ::testing::TestWithParam<IsaCase> {};
+
+TEST_P(CpuIsa, Forward) {
+  IsaScope scope(std::get<0>(GetParam()));
+  const std::string why = missing(std::get<0>(GetParam()));
+  if (!why.empty()) GTEST_SKIP() << why;
+  check_forward(Device::CPU, std::get<1>(GetParam()));
+}
+
+TEST_P(CpuIsa, Backward) {
+  IsaScope scope(std::get<0>(GetParam()));
+  const std::string why = missing(std::get<0>(GetParam()));
+  if (!why.empty()) GTEST_SKIP() << why;
+  check_backward(Device::CPU, std::get<1>(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, CpuIsa,
+                         ::testing::Combine(::testing::Values("amx", "avx512"),
+                                            ::testing::ValuesIn(isa_cases())),
+                         isa_case_name);
+
+}  // namespace
+}  // namespace fa_test
