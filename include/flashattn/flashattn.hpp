@@ -70,8 +70,8 @@ struct TensorView {
   FLASHATTN_EXPORT int64_t numel() const noexcept;
 };
 
-// ALiBi and dropout (CPU backend only for now: the CUDA backend answers
-// Unsupported; ring attention refuses them). Varlen and KV-cache calls take
+// ALiBi and dropout (CPU and CUDA backends, the same keep mask on both;
+// ring attention refuses them). Varlen and KV-cache calls take
 // them too: slopes [batch, heads_q] then have one row per sequence, and the
 // dropout indices (b, i, j) are the sequence, and the row and key within it;
 // the keep mask is returned for padded batches only.

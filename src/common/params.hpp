@@ -37,7 +37,7 @@ struct AttnParams {
   int64_t window_left = -1, window_right = -1;
   bool causal = false;  // informational; the window already encodes it
 
-  // ALiBi (the CPU backend; the CUDA backend refuses it): score (i, j)
+  // ALiBi (CPU backend; CUDA sm80 kernels, sm80/variants.cuh): score (i, j)
   // gets -slope(b, h) * |i + seqlen_k - seqlen_q - j| added after scale and
   // softcap; slope(b, h) = alibi_slopes[b * alibi_batch_stride + h]
   // (stride 0 for [heads_q] slopes). nullptr = off.

@@ -126,14 +126,9 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
     gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(dp, sdO, wrow, cV, 0, lane);
 
     const bool full = a.mask.tile_full(r0, r0 + rows, c0, c0 + BN);
-    [[maybe_unused]] uint32_t keep[MT][NT];
+    [[maybe_unused]] uint64_t keep = 0;
     if constexpr (VAR) {
-      if (a.dropout) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) keep[mt][nt] = row_bits(a, drop_bh, r0 + wrow + mt * 16, c0 + nt * 8, lane);
-      }
+      if (a.dropout) keep = row_keep_mask<MT, NT>(a, drop_bh, r0 + wrow, c0, lane);
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -155,7 +150,7 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
               const int rp = r0 + wrow + mt * 16 + g + 8 * hh + static_cast<int>(a.mask.offset);
               const float bias = alibi_bias(slope_unit, rp, c0 + col);
               float z = 1.f;
-              if (a.dropout) z = row_keep(keep[mt][nt], hh, e, lane) ? a.keep_scale : 0.f;
+              if (a.dropout) z = keep_at(keep, mt * NT + nt, idx) ? a.keep_scale : 0.f;
               if (a.softcap > 0.f) {
                 const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
                 const float p = fast_exp2(fmaf(a.softcap * th + bias, kLog2e, -l2[mt][hh]));

@@ -83,15 +83,10 @@ template <bool SOFTCAP, bool FULL, bool VAR = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][NT][4], const float* sLSE,
                                          const float* sDD, const BwdArgs& a, int m0, int c0, int sk0, int sq0,
                                          int g, int t, float slope_unit = 0.f, uint32_t drop_bh = 0) {
-  const int lane = 4 * g + t;
-  [[maybe_unused]] uint32_t keep[MT][NT];
+  [[maybe_unused]] const int lane = 4 * g + t;
+  [[maybe_unused]] uint64_t keep = 0;
   if constexpr (VAR) {
-    if (a.dropout) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) keep[mt][nt] = col_bits(a, drop_bh, c0 + sk0 + mt * 16, m0 + sq0 + nt * 8, lane);
-    }
+    if (a.dropout) keep = col_keep_mask<MT, NT>(a, drop_bh, c0 + sk0, m0 + sq0, lane);
   }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
@@ -118,7 +113,7 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
             const int key = c0 + sk0 + mt * 16 + g + 8 * hh;
             const float bias = alibi_bias(slope_unit, m0 + qc + e + static_cast<int>(a.mask.offset), key);
             float z = 1.f;
-            if (a.dropout) z = col_keep(keep[mt][nt], hh, e, lane) ? a.keep_scale : 0.f;
+            if (a.dropout) z = keep_at(keep, mt * NT + nt, idx) ? a.keep_scale : 0.f;
             if constexpr (SOFTCAP) {
               const float th = tanhf(s[mt][nt][idx] * a.cap_scale);
               p = fast_exp2(fmaf(a.softcap * th + bias, kLog2e, -l2));

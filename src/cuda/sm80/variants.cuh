@@ -81,6 +81,38 @@ __device__ __forceinline__ bool col_keep(uint32_t all, int hh, int e, int lane) 
   return (all >> (4 * (2 * hh + e) + ((lane >> 2) & 3))) & 1u;  // word g & 3 of call 2hh + e
 }
 
+// This lane's keep bits for every 8x8 block of an MT x NT fragment array:
+// block x = mt NT + nt at bits 4x + 2hh + e (its element [2hh + e]). The
+// generator runs in a rolled loop: one copy of Philox's code and registers,
+// where MT NT unrolled copies made the forward spill.
+template <int MT, int NT>
+__device__ __forceinline__ uint64_t row_keep_mask(const AttnArgs& a, uint32_t bh, int row0, int c0, int lane) {
+  static_assert(MT * NT <= 16, "four bits per block in 64");
+  uint64_t m = 0;
+#pragma unroll 1
+  for (int x = 0; x < MT * NT; ++x) {
+    const uint32_t all = row_bits(a, bh, row0 + (x / NT) * 16, c0 + (x % NT) * 8, lane);
+    const uint32_t mine = uint32_t(row_keep(all, 0, 0, lane)) | uint32_t(row_keep(all, 0, 1, lane)) << 1 |
+                          uint32_t(row_keep(all, 1, 0, lane)) << 2 | uint32_t(row_keep(all, 1, 1, lane)) << 3;
+    m |= uint64_t(mine) << (4 * x);
+  }
+  return m;
+}
+template <int MT, int NT>
+__device__ __forceinline__ uint64_t col_keep_mask(const AttnArgs& a, uint32_t bh, int key0, int q0, int lane) {
+  static_assert(MT * NT <= 16, "four bits per block in 64");
+  uint64_t m = 0;
+#pragma unroll 1
+  for (int x = 0; x < MT * NT; ++x) {
+    const uint32_t all = col_bits(a, bh, key0 + (x / NT) * 16, q0 + (x % NT) * 8, lane);
+    const uint32_t mine = uint32_t(col_keep(all, 0, 0, lane)) | uint32_t(col_keep(all, 0, 1, lane)) << 1 |
+                          uint32_t(col_keep(all, 1, 0, lane)) << 2 | uint32_t(col_keep(all, 1, 1, lane)) << 3;
+    m |= uint64_t(mine) << (4 * x);
+  }
+  return m;
+}
+__device__ __forceinline__ bool keep_at(uint64_t m, int block, int idx) { return (m >> (4 * block + idx)) & 1u; }
+
 // Forward: P *= Z / (1 - p) on the C fragments of rows row0 + 16mt + g (+8),
 // keys c0 + 8nt + 2t + e. With mask_out (padded batches) also writes Z of
 // the visible keys of rows < len_q at mask_out[i * ld + j].
@@ -88,34 +120,31 @@ template <int MT, int NT>
 __device__ __forceinline__ void dropout_rows(float (&s)[MT][NT][4], const AttnArgs& a, uint32_t bh, int row0,
                                              int c0, int lane, int32_t* mask_out, int64_t ld, int len_q,
                                              const WindowMask& mask) {
+  const uint64_t keep = row_keep_mask<MT, NT>(a, bh, row0, c0, lane);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int idx = 0; idx < 4; ++idx) s[mt][nt][idx] *= keep_at(keep, mt * NT + nt, idx) ? a.keep_scale : 0.f;
+  if (mask_out == nullptr) return;
   const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    KeyRange kr[2];
-    if (mask_out != nullptr) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int i = row0 + mt * 16 + g + 8 * hh;
-        kr[hh] = i < len_q ? mask.keys(i) : KeyRange{0, 0};
-      }
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const uint32_t all = row_bits(a, bh, row0 + mt * 16, c0 + nt * 8, lane);
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
+#pragma unroll 1
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll 1
+    for (int hh = 0; hh < 2; ++hh) {
+      const int i = row0 + mt * 16 + g + 8 * hh;
+      if (i >= len_q) continue;
+      const KeyRange kr = mask.keys(i);
+#pragma unroll 1
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll 1
         for (int e = 0; e < 2; ++e) {
-          const bool keep = row_keep(all, hh, e, lane);
-          s[mt][nt][2 * hh + e] *= keep ? a.keep_scale : 0.f;
-          if (mask_out != nullptr) {
-            const int j = c0 + nt * 8 + 2 * t + e;
-            if (j >= kr[hh].begin && j < kr[hh].end)
-              mask_out[static_cast<int64_t>(row0 + mt * 16 + g + 8 * hh) * ld + j] = keep ? 1 : 0;
-          }
+          const int j = c0 + nt * 8 + 2 * t + e;
+          if (j >= kr.begin && j < kr.end)
+            mask_out[static_cast<int64_t>(i) * ld + j] = keep_at(keep, mt * NT + nt, 2 * hh + e) ? 1 : 0;
         }
     }
-  }
 }
 
 // ALiBi bias in kernel units for row position rp (query row + Sk - Sq) and key j.
