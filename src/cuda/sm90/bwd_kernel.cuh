@@ -24,7 +24,11 @@
 //                                 MN-major), staged in shared memory and
 //                                 added to the fp32 dQ workspace with
 //                                 cp.reduce.async.bulk (one 512-byte row per
-//                                 operation, issued by one warp)
+//                                 operation) by warp 1, the dQ writer
+// The writer is a warp of its own because a warp with bulk operations in
+// flight stalls at its next wgmma until they have read shared memory
+// (measured: with a consumer warp issuing them, ~22% of the consumers' time
+// went to that stall and ~26% to the partner warpgroup waiting at kBarDS).
 // The S^T orientation makes P^T and dS^T the register-A operands of dV and
 // dK directly (the accumulator layout is the A-fragment layout), so only dS
 // goes through shared memory. dK (times scale) and dV are written from
@@ -140,6 +144,38 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
   }
 }
 
+// dQ writer (warp 1): per step, once both consumer warpgroups have staged
+// their halves of the dQ tile, adds its rows to the fp32 workspace with one
+// bulk reduce per 512-byte row (two per lane; rows past seqlen_q are
+// dropped), waits until they have read shared memory, and hands the tile
+// back. The first hand-back is given up front; none after the last step.
+template <class T>
+__device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm, int hk,
+                                              int b, int total, const QueryTileRange& qr,
+                                              int lane) {
+  constexpr int kHeadDim = T::kHeadDim;
+  if (total > 0) named_barrier_arrive(T::kBarDQEmpty, T::kDQSyncThreads);
+  for (int it = 0; it < total; ++it) {
+    const BwdStep<T> st(it, hk, a.group, qr);
+    named_barrier_sync(T::kBarDQFull, T::kDQSyncThreads);
+    float* base = a.dq_accum + (static_cast<int64_t>(b) * a.heads_q + st.head) *
+                                   static_cast<int64_t>(a.seqlen_q) * kHeadDim;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = lane + 32 * h;
+      if (st.m0 + row < a.seqlen_q) {
+        bulk_reduce_add_f32(base + static_cast<int64_t>(st.m0 + row) * kHeadDim,
+                            sm.dq() + row * T::kDQStride * 4, kHeadDim * 4);
+      }
+    }
+    tma_store_commit();
+    tma_store_wait_read();
+    __syncwarp();
+    if (it + 1 < total) named_barrier_arrive(T::kBarDQEmpty, T::kDQSyncThreads);
+  }
+  bulk_wait_all();
+}
+
 // Consumer warpgroup cw (0 or 1): keys c0 + 64cw .. c0 + 64cw + 63.
 template <class T>
 __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
@@ -151,8 +187,6 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   const int warp = tid / 32, lane = tid % 32, t4 = lane % 4;
   // This thread's accumulator rows (keys, local to the CTA): krow and krow + 8.
   const int krow = 64 * cw + 16 * warp + lane / 4;
-  // The warp that issues the dQ reductions (and waits for them).
-  const bool reducer = cw == 0 && warp == 0;
 
   float dk[kHeadDim / 2], dv[kHeadDim / 2];
 #pragma unroll
@@ -263,7 +297,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     // dS^T to shared memory, [key][64 queries] with the 128-byte swizzle:
     // row r's 16-byte chunk j (queries 8j..8j+7) sits at chunk j ^ (r % 8).
     // Fragment word (j, hh) is dsf[j / 2][2 * (j % 2) + hh]. The previous
-    // step's dQ wgmmas (the only readers) retired before its kBarDQ.
+    // step's dQ wgmmas (the only readers) retired before its staging.
 #pragma unroll
     for (int j = 0; j < kBlockM / 8; ++j) {
 #pragma unroll
@@ -273,10 +307,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
                       dsf[j / 2][2 * (j % 2) + hh]);
       }
     }
-    // The dQ staging buffer is rewritten below: the previous step's
-    // reductions must have read it.
-    if (reducer) tma_store_wait_read();
-    fence_proxy_async_smem();  // st.shared -> wgmma / bulk-copy reads (async proxy)
+    fence_proxy_async_smem();  // st.shared -> wgmma reads (async proxy)
     named_barrier_sync(T::kBarDS, 256);
 
     // dQ[:, 64cw .. 64cw + 63] = dS K over all kBlockN keys.
@@ -300,8 +331,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     // before the producer warp overwrites them).
     mbar_arrive(sm.q_empty(st.stage));
 
-    // Stage dQ (fp32, padded rows) and add it to the workspace, one row per
-    // bulk reduce; rows past seqlen_q are dropped.
+    // Stage dQ (fp32, padded rows) for the writer, once it has read the
+    // previous step's tile.
+    named_barrier_sync(T::kBarDQEmpty, T::kDQSyncThreads);
 #pragma unroll
     for (int j = 0; j < kHeadDim / 16; ++j) {
 #pragma unroll
@@ -312,23 +344,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
                         dq[4 * j + 2 * hh + 1]);
       }
     }
-    fence_proxy_async_smem();
-    named_barrier_sync(T::kBarDQ, 256);
-    if (reducer) {
-      float* base = a.dq_accum + (static_cast<int64_t>(b) * a.heads_q + st.head) *
-                                     static_cast<int64_t>(a.seqlen_q) * kHeadDim;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = lane + 32 * h;
-        if (st.m0 + row < a.seqlen_q) {
-          bulk_reduce_add_f32(base + static_cast<int64_t>(st.m0 + row) * kHeadDim,
-                              sm.dq() + row * T::kDQStride * 4, kHeadDim * 4);
-        }
-      }
-      tma_store_commit();
-    }
+    fence_proxy_async_smem();  // st.shared -> bulk-copy reads (async proxy)
+    named_barrier_arrive(T::kBarDQFull, T::kDQSyncThreads);
   }
-  if (reducer) bulk_wait_all();
 
   // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.
   using Elem = typename T::Element;
@@ -385,6 +403,9 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
     if (threadIdx.x < 32) {
       total = work(hk, b, c0, mask, qr);
       bwd_producer<T>(a, sm, hk, b, c0, total, qr, static_cast<int>(threadIdx.x));
+    } else if (threadIdx.x < 64) {
+      total = work(hk, b, c0, mask, qr);
+      bwd_dq_writer<T>(a, sm, hk, b, total, qr, static_cast<int>(threadIdx.x) - 32);
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();

@@ -25,7 +25,8 @@ struct BwdTraits {
   static constexpr int kBlockN = kBwdBlockN;  // keys per CTA
   static constexpr int kStages = 2;           // Q/dO/LSE/D ring depth
 
-  // Warpgroup 0 produces (TMA), warpgroups 1 and 2 each own 64 of the
+  // Warpgroup 0 produces: warp 0 loads (TMA), warp 1 writes dQ (bulk
+  // reduce-add of the staged tile). Warpgroups 1 and 2 each own 64 of the
   // kBlockN keys: S^T, dP^T, dV and dK for their keys, and half of dQ's
   // head-dim columns.
   static constexpr int kConsumerWGs = 2;
@@ -67,9 +68,14 @@ struct BwdTraits {
   // the producer warp that copied its LSE/D rows.
   static constexpr uint32_t kEmptyArrivals = 128 * kConsumerWGs;
   static constexpr uint32_t kFullArrivals = 1 + 32;
-  // Named barriers over the 256 consumer threads (0 is __syncthreads).
-  static constexpr uint32_t kBarDS = 1;  // both halves of dS^T are in smem
-  static constexpr uint32_t kBarDQ = 2;  // the dQ tile is staged for the reduce
+  // Named barriers (0 is __syncthreads). kBarDS: over the 256 consumer
+  // threads, both halves of dS^T are in smem. kBarDQFull / kBarDQEmpty: the
+  // consumers and the dQ-writer warp hand the dQ staging tile back and forth
+  // (consumers arrive on full and sync on empty, the writer the reverse).
+  static constexpr uint32_t kBarDS = 1;
+  static constexpr uint32_t kBarDQFull = 2;
+  static constexpr uint32_t kBarDQEmpty = 3;
+  static constexpr uint32_t kDQSyncThreads = 128 * kConsumerWGs + 32;
 };
 
 template <class T>
