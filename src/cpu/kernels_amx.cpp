@@ -7,6 +7,7 @@
 #define FA_MR 4
 #define FA_NV 4
 #define FA_AMX 1
+#define FA_FWD_BC 128  // see bench/NOTES.md (CPU, AMX): halves the O^T accumulator traffic per key
 #include "kernels/backward.hpp"
 #include "kernels/forward.hpp"
 #include "kernel_table.hpp"

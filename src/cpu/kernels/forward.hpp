@@ -66,8 +66,8 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.qv = c.take(dq32 / 2 * FBR);      // Q^T, VNNI pairs of bf16: dq32/2 x FBR
   L.kb16 = c.take(FBC * dq32 / 2);    // K tile, bf16 rows: FBC x dq32
   L.vt16 = c.take(L.dpad * FBC / 2);  // V^T, bf16: dpad x FBC
-  L.pv = c.take(FBC / 2 * FBR);       // P^T, VNNI pairs of bf16: FBC/2 x FBR
-  L.ot = c.take(L.dpad * FBR);        // O^T: dpad x FBR
+  L.pv = c.take(FBC / 2 * 32);        // P^T of 32 queries, VNNI pairs of bf16: FBC/2 x 32
+  L.ot = c.take(L.dpad * FBR);        // O^T: dpad x FBR, in blocks of 32 queries
 #endif
   L.per_thread = c.floats;
   return L;
@@ -236,19 +236,26 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   float *qt = ws + L.qt, *tmp = ws + L.tmp;
   int32_t* lo = reinterpret_cast<int32_t*>(ws + L.lohi);
   int32_t* hi = lo + FBR;
+  // bf16 on AMX packs the raw Q rows (forward_amx.hpp); qt is not used there.
+#if FA_AMX
+  constexpr bool kTiles = std::is_same_v<T, bf16_t>;
+  const uint16_t* qrows[kTiles ? FBR : 1];
+#else
+  constexpr bool kTiles = false;
+#endif
   ColumnBounds cb{{INT64_MAX, 0}, 0, INT64_MAX};
   for (int64_t c = 0; c < nq; ++c) {
     int64_t h, i;
     col(c, &h, &i);
-    load_row(rows_of<const T>(p.q, p.q_str, b, h).row(i), tmp, d, qscale);
-    for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
+    const T* qrow = rows_of<const T>(p.q, p.q_str, b, h).row(i);
+    if constexpr (kTiles) {
 #if FA_AMX
-    if constexpr (std::is_same_v<T, bf16_t>) {
-      pack_q_column(reinterpret_cast<uint16_t*>(ws + L.qv), c,
-                    reinterpret_cast<const uint16_t*>(rows_of<const T>(p.q, p.q_str, b, h).row(i)), d,
-                    round_up(d, 32));
-    }
+      qrows[c] = reinterpret_cast<const uint16_t*>(qrow);
 #endif
+    } else {
+      load_row(qrow, tmp, d, qscale);
+      for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
+    }
     const KeyRange r = mask.keys(i);
     lo[c] = int32_t(r.begin);
     hi[c] = int32_t(std::max(r.begin, r.end));
@@ -259,14 +266,13 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
     cb.full_lo = std::max(cb.full_lo, r.begin);
     cb.full_hi = std::min(cb.full_hi, r.end);
   }
-  for (int64_t k = 0; k < d; ++k)
-    for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
+  if constexpr (!kTiles) {
+    for (int64_t k = 0; k < d; ++k)
+      for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
+  }
   for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
 #if FA_AMX
-  if constexpr (std::is_same_v<T, bf16_t>) {
-    for (int64_t c = nq; c < ncol; ++c)
-      pack_q_column(reinterpret_cast<uint16_t*>(ws + L.qv), c, nullptr, 0, round_up(d, 32));
-  }
+  if constexpr (kTiles) pack_q_columns(reinterpret_cast<uint16_t*>(ws + L.qv), qrows, nq, ncol, d);
 #endif
   if (cb.keys.begin >= cb.keys.end) cb.keys = {0, 0};
   return cb;

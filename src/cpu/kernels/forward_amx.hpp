@@ -30,10 +30,36 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 static_assert(FBC % 32 == 0 && FBR % 32 == 0, "AMX tiles: 32 keys, 32 queries per block");
 static_assert(VW == 16, "AMX kernels use 16-float vectors");
 
-// Column c of the task's tile gets query row `row` (bf16 bits), unscaled:
-// qv row r (of FBR pairs) holds (q[2r], q[2r + 1]); zero past d up to dq32.
-inline void pack_q_column(uint16_t* qv, int64_t c, const uint16_t* row, int64_t d, int64_t dq32) {
-  for (int64_t k = 0; k < dq32; ++k) qv[(k / 2) * 2 * FBR + 2 * c + (k & 1)] = k < d ? row[k] : 0;
+// Q^T in VNNI pairs, unscaled: qv row r (FBR pairs apart) holds, for column
+// c, (q_c[2r], q_c[2r + 1]), zero past d (up to d rounded to 32) and for the
+// columns [n, ncol) past the tile's rows. As 32-bit elements that is the
+// transpose of the rows, done 16 x 16 at a time.
+inline void pack_q_columns(uint16_t* qv, const uint16_t* const* rows, int64_t n, int64_t ncol,
+                           int64_t d) {
+  const int64_t pairs = round_up(d, 32) / 2;
+  for (int64_t c0 = 0; c0 < ncol; c0 += 16) {
+    for (int64_t r0 = 0; r0 < pairs; r0 += 16) {
+      const int64_t left = d - 2 * r0;  // bf16 elements of this slice inside the row
+      const __mmask32 km = left >= 32 ? ~__mmask32(0) : left > 0 ? (__mmask32(1) << left) - 1 : 0;
+      __m512i w[16];
+      for (int c = 0; c < 16; ++c)
+        w[c] = c0 + c < n ? _mm512_maskz_loadu_epi16(km, rows[c0 + c] + 2 * r0) : _mm512_setzero_si512();
+      transpose16x16(w);
+      for (int r = 0; r < 16; ++r) _mm512_storeu_si512(qv + (r0 + r) * 2 * FBR + 2 * c0, w[r]);
+    }
+  }
+}
+
+// Queries per block: the softmax, the P^T packing and the O^T update of one
+// block run back to back on buffers of their own (S^T 16 KiB, O^T 16 KiB at
+// d = 128, P^T 8 KiB), so they stay in L1 between the two GEMMs; whole-tile
+// buffers 1 KiB a row apart spilled to L2 and fell into a few L1 sets.
+constexpr int64_t QB = 32;
+
+// Rounds P^T rows j, j + 1 (16 queries from column c of a block) into pv.
+inline void store_p_pair(uint16_t* pv, int64_t j, int64_t c, vf p0, vf p1) {
+  _mm512_storeu_si512(pv + (j / 2) * 2 * QB + 2 * c,
+                      pack_pair_bf16(reinterpret_cast<__m512>(p0), reinterpret_cast<__m512>(p1)));
 }
 
 template <class KV>
@@ -44,6 +70,8 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
   const bool capped = cap > 0.0f;
   const bool alibi = var && var->alibi, dropout = var && var->dropout;
   const bool plain = !capped && !alibi;
+  // s: S^T of one query block (FBC x QB); ot: O^T by blocks, block b at
+  // ot + b * QB * dp (dp x QB each); pv: P^T of one block in VNNI pairs.
   float *s = ws + L.s, *o = ws + L.o, *ot = ws + L.ot;
   float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al;
   const uint16_t* qv = reinterpret_cast<const uint16_t*>(ws + L.qv);
@@ -53,8 +81,9 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
   const int32_t* lo = reinterpret_cast<const int32_t*>(ws + L.lohi);
   const int32_t* hi = lo + FBR;
   for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
-  for (int64_t k = 0; k < dp; ++k) std::memset(ot + k * FBR, 0, sizeof(float) * size_t(ncol));
+  std::memset(ot, 0, sizeof(float) * size_t(round_up(ncol, QB) * dp));
   auto krow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(K.row(j)); };
+  const int64_t nblk = (ncol + QB - 1) / QB;
   configure_tiles();
 
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
@@ -68,103 +97,107 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
     auto vrow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(V.row(c0 + j)); };
     const bool vbad = transpose_bf16(vrow, nk, d, dp, nk32, vt, FBC);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
+    // The next tile's K/V rows are prefetched a slice per query block.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
-    const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
+    const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + nblk - 1) / nblk : 0;
 
-    tile_gemm(nk16, ncol, dq32, kb, dq32, qv, 2 * FBR, s, FBR, false);  // raw q.k
-    if (partial) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
-
-    for (int64_t c = 0; c < ncol; c += VW) {
+    for (int64_t cb = 0; cb < ncol; cb += QB) {
+      const int64_t nb = std::min(QB, ncol - cb);
+      float* otb = ot + cb * dp;
       if (pf_step) {
-        const int64_t a = pf0 + c / VW * pf_step, e = std::min(pf1, a + pf_step);
+        const int64_t a = pf0 + cb / QB * pf_step, e = std::min(pf1, a + pf_step);
         prefetch_rows(K, a, e, d);
         prefetch_rows(V, a, e, d);
       }
-      // Plain scores stay raw q.k and the scale rides in the exponent's FMA;
-      // softcap / ALiBi need the scaled score first, stored back.
-      vf mx = vsplat(kNegInf);
-      if (plain) {
-        for (int64_t j = 0; j < nk; ++j) mx = vmax(mx, vload(s + j * FBR + c));
-        mx = mx * vsplat(qscale);
-      } else {
-        const Variants* va = var;
-        const vf qp = alibi ? vload(ws + L.qpos + c) : vsplat(0.0f);
-        for (int64_t j = 0; j < nk; ++j) {
-          vf x = vload(s + j * FBR + c) * vsplat(qscale);
-          if (capped) x = vsoftcap(x, cap);
-          if (alibi) x += va->bias_q(qp, c0 + j);
-          vstore(s + j * FBR + c, x);
-          mx = vmax(mx, x);
-        }
-      }
-      const vf qs = vsplat(plain ? qscale : 1.0f);
-      vf mold = vload(m + c), mnew = vmax(mold, mx);
-      vf mu = vsel(mnew == vsplat(kNegInf), vsplat(0.0f), mnew);
-      vf alpha = vexp(mold - mu);
-      vf sum = vsplat(0.0f);
-      for (int64_t j = 0; j < nk32; j += 2) {
-        const vf zero = vsplat(0.0f);
-        const vf p0 = j < nk ? vexp(vload(s + j * FBR + c) * qs - mu) : zero;
-        const vf p1 = j + 1 < nk ? vexp(vload(s + (j + 1) * FBR + c) * qs - mu) : zero;
-        sum += p0 + p1;
-        if (dropout) {  // P~ = P o Z / (1 - p) is packed after the keep mask below
-          vstore(s + j * FBR + c, p0);
-          vstore(s + (j + 1) * FBR + c, p1);
+      tile_gemm(nk16, nb, dq32, kb, dq32, qv + 2 * cb, 2 * FBR, s, QB, false);  // raw q.k
+      if (partial) mask_cols_abs(s, QB, lo + cb, hi + cb, nb, c0, nk);
+
+      for (int64_t c = 0; c < nb; c += VW) {
+        // Plain scores stay raw q.k and the scale rides in the exponent's
+        // FMA; softcap / ALiBi need the scaled score first, stored back.
+        vf mx = vsplat(kNegInf);
+        if (plain) {
+          for (int64_t j = 0; j < nk; ++j) mx = vmax(mx, vload(s + j * QB + c));
+          mx = mx * vsplat(qscale);
         } else {
-          _mm512_storeu_si512(pv + (j / 2) * 2 * FBR + 2 * c,
-                              pack_pair_bf16(reinterpret_cast<__m512>(p0), reinterpret_cast<__m512>(p1)));
+          const vf qp = alibi ? vload(ws + L.qpos + cb + c) : vsplat(0.0f);
+          for (int64_t j = 0; j < nk; ++j) {
+            vf x = vload(s + j * QB + c) * vsplat(qscale);
+            if (capped) x = vsoftcap(x, cap);
+            if (alibi) x += var->bias_q(qp, c0 + j);
+            vstore(s + j * QB + c, x);
+            mx = vmax(mx, x);
+          }
         }
+        const vf qs = vsplat(plain ? qscale : 1.0f);
+        vf mold = vload(m + cb + c), mnew = vmax(mold, mx);
+        vf mu = vsel(mnew == vsplat(kNegInf), vsplat(0.0f), mnew);
+        vf alpha = vexp(mold - mu);
+        vf sum = vsplat(0.0f);
+        for (int64_t j = 0; j < nk32; j += 2) {
+          const vf zero = vsplat(0.0f);
+          const vf p0 = j < nk ? vexp(vload(s + j * QB + c) * qs - mu) : zero;
+          const vf p1 = j + 1 < nk ? vexp(vload(s + (j + 1) * QB + c) * qs - mu) : zero;
+          sum += p0 + p1;
+          if (dropout) {  // P~ = P o Z / (1 - p) is packed after the keep mask below
+            vstore(s + j * QB + c, p0);
+            vstore(s + (j + 1) * QB + c, p1);
+          } else {
+            store_p_pair(pv, j, c, p0, p1);
+          }
+        }
+        vstore(l + cb + c, alpha * vload(l + cb + c) + sum);
+        vstore(m + cb + c, mnew);
+        vstore(al + cb + c, alpha);
       }
-      vstore(l + c, alpha * vload(l + c) + sum);
-      vstore(m + c, mnew);
-      vstore(al + c, alpha);
-    }
-    if (dropout) {
-      float* zr = ws + L.zr;
-      for (int64_t c = 0; c < nq; ++c) {
-        const int64_t i = var->row0 + c;
-        var->keep_row(i, c0, nk, zr);
-        for (int64_t j = 0; j < nk; ++j) s[j * FBR + c] *= zr[j];
-        if (var->mask) {
-          int32_t* mrow = var->mask + i * var->seqlen_k;
-          for (int64_t j = 0; j < nk; ++j)
-            if (c0 + j >= lo[c] && c0 + j < hi[c]) mrow[c0 + j] = zr[j] != 0.0f;
+      if (dropout) {
+        float* zr = ws + L.zr;
+        for (int64_t c = 0; c < std::min(nb, nq - cb); ++c) {
+          const int64_t i = var->row0 + cb + c;
+          var->keep_row(i, c0, nk, zr);
+          for (int64_t j = 0; j < nk; ++j) s[j * QB + c] *= zr[j];
+          if (var->mask) {
+            int32_t* mrow = var->mask + i * var->seqlen_k;
+            for (int64_t j = 0; j < nk; ++j)
+              if (c0 + j >= lo[cb + c] && c0 + j < hi[cb + c]) mrow[c0 + j] = zr[j] != 0.0f;
+          }
         }
+        for (int64_t j = 0; j < nk32; j += 2)
+          for (int64_t c = 0; c < nb; c += VW) {
+            // Rows past nk hold stale values: the pair's zeros come from here.
+            const vf p0 = j < nk ? vload(s + j * QB + c) : vsplat(0.0f);
+            const vf p1 = j + 1 < nk ? vload(s + (j + 1) * QB + c) : vsplat(0.0f);
+            store_p_pair(pv, j, c, p0, p1);
+          }
       }
-      for (int64_t j = 0; j < nk32; j += 2)
-        for (int64_t c = 0; c < ncol; c += VW) {
-          // Rows past nk hold stale values: the pair's zeros come from here.
-          const vf p0 = j < nk ? vload(s + j * FBR + c) : vsplat(0.0f);
-          const vf p1 = j + 1 < nk ? vload(s + (j + 1) * FBR + c) : vsplat(0.0f);
-          _mm512_storeu_si512(pv + (j / 2) * 2 * FBR + 2 * c,
-                              pack_pair_bf16(reinterpret_cast<__m512>(p0), reinterpret_cast<__m512>(p1)));
+      if ((partial || dropout) && vbad) {
+        // A masked P is exactly 0 and 0 * inf/NaN would reach rows that cannot
+        // see the key (forward.hpp, pv_skipping_zeros): skip zero terms. Rare.
+        for (int64_t c = 0; c < std::min(nb, nq - cb); ++c) {
+          for (int64_t k = 0; k < dp; ++k) otb[k * QB + c] *= al[cb + c];
+          for (int64_t j = 0; j < nk; ++j) {
+            const float pij = bf16_bits_to_float(pv[(j / 2) * 2 * QB + 2 * c + (j & 1)]);
+            if (pij == 0.0f) continue;
+            for (int64_t k = 0; k < d; ++k) otb[k * QB + c] += pij * bf16_bits_to_float(vt[k * FBC + j]);
+          }
         }
-    }
-    if ((partial || dropout) && vbad) {
-      // A masked P is exactly 0 and 0 * inf/NaN would reach rows that cannot
-      // see the key (forward.hpp, pv_skipping_zeros): skip zero terms. Rare.
-      for (int64_t i = 0; i < nq; ++i) {
-        for (int64_t k = 0; k < dp; ++k) ot[k * FBR + i] *= al[i];
-        for (int64_t j = 0; j < nk; ++j) {
-          const float pij = bf16_bits_to_float(pv[(j / 2) * 2 * FBR + 2 * i + (j & 1)]);
-          if (pij == 0.0f) continue;
-          for (int64_t k = 0; k < d; ++k) ot[k * FBR + i] += pij * bf16_bits_to_float(vt[k * FBC + j]);
-        }
+        continue;
       }
-      continue;
+      // Rescale only where some factor is not exactly 1 (once a row's
+      // maximum has settled, most tiles leave it unchanged).
+      for (int64_t c = 0; c < nb; c += VW) {
+        const vf a = vload(al + cb + c);
+        if (_mm512_cmpneq_ps_mask(reinterpret_cast<__m512>(a), _mm512_set1_ps(1.0f)) == 0) continue;
+        for (int64_t k = 0; k < dp; ++k) vstore(otb + k * QB + c, vload(otb + k * QB + c) * a);
+      }
+      tile_gemm(dp, nb, nk32, vt, FBC, pv, 2 * QB, otb, QB, true);
     }
-    bool rescale = false;
-    for (int64_t c = 0; c < ncol; c += VW)
-      rescale |= _mm512_cmpneq_ps_mask(reinterpret_cast<__m512>(vload(al + c)), _mm512_set1_ps(1.0f)) != 0;
-    if (rescale) {
-      for (int64_t k = 0; k < dp; ++k)
-        for (int64_t c = 0; c < ncol; c += VW) vstore(ot + k * FBR + c, vload(ot + k * FBR + c) * vload(al + c));
-    }
-    tile_gemm(dp, ncol, nk32, vt, FBC, pv, 2 * FBR, ot, FBR, true);
   }
   release_tiles();
-  for (int64_t i = 0; i < nq; ++i)
-    for (int64_t k = 0; k < dp; ++k) o[i * dp + k] = ot[k * FBR + i];
+  for (int64_t i = 0; i < nq; ++i) {
+    const float* src = ot + (i / QB) * QB * dp + i % QB;
+    for (int64_t k = 0; k < dp; ++k) o[i * dp + k] = src[k * QB];
+  }
 }
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
