@@ -2,8 +2,8 @@
 backward against an fp64 torch reference that applies the same ALiBi bias and
 the kernel's returned dropout mask (the backward regenerates the mask from
 the seed, so agreement of its gradients with the reference shows forward and
-backward used the same one); torch.compile through the fake impls; CUDA
-tensors refused naming the option."""
+backward used the same one); torch.compile through the fake impls; the
+same on CUDA tensors (the sm80 kernels), with a same-dtype yardstick."""
 
 import math
 
@@ -16,9 +16,11 @@ from torch_ref import assert_lse, assert_rule, visible  # noqa: E402
 
 
 def reference(q, k, v, *, causal=False, window=(-1, -1), softcap=0.0, slopes=None, mask=None,
-              p=0.0):
-    """fp64 (out, lse); slopes [H] or [B, H]; mask int32 [B, H, Sq, Sk] or None."""
-    q, k, v = (x.detach().double().requires_grad_() for x in (q, k, v))
+              p=0.0, work=torch.float64, pdt=None):
+    """fp64 (out, lse); slopes [H] or [B, H]; mask int32 [B, H, Sq, Sk] or None.
+    work=float32 with pdt=the input dtype: the naive same-dtype yardstick
+    (fp32 arithmetic, P rounded to the dtype before P V)."""
+    q, k, v = (x.detach().to(work).requires_grad_() for x in (q, k, v))
     B, Sq, Hq, D = q.shape
     Sk, Hk = k.shape[1], k.shape[2]
     kd = k.repeat_interleave(Hq // Hk, dim=2)
@@ -27,9 +29,9 @@ def reference(q, k, v, *, causal=False, window=(-1, -1), softcap=0.0, slopes=Non
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     if slopes is not None:
-        sl = slopes.double().reshape(-1 if slopes.dim() == 2 else 1, Hq)  # [B or 1, H]
-        i = torch.arange(Sq, dtype=torch.float64)[:, None] + (Sk - Sq)
-        j = torch.arange(Sk, dtype=torch.float64)[None, :]
+        sl = slopes.to(work).reshape(-1 if slopes.dim() == 2 else 1, Hq)  # [B or 1, H]
+        i = torch.arange(Sq, dtype=work)[:, None] + (Sk - Sq)
+        j = torch.arange(Sk, dtype=work)[None, :]
         s = s - sl[:, :, None, None] * (i - j).abs()
     vis = visible(Sq, Sk, causal, window, q.device)
     any_row = vis.any(dim=-1, keepdim=True)
@@ -37,7 +39,9 @@ def reference(q, k, v, *, causal=False, window=(-1, -1), softcap=0.0, slopes=Non
     lse = torch.where(any_row[..., 0], torch.logsumexp(s, dim=-1), float("-inf"))
     prob = torch.softmax(s, dim=-1) * any_row
     if mask is not None:
-        prob = prob * mask.double() / (1.0 - p)
+        prob = prob * mask.to(work) / (1.0 - p)
+    if pdt is not None:
+        prob = prob.to(pdt).to(work)
     out = torch.einsum("bhqk,bkhd->bqhd", prob, vd)
     return q, k, v, out, lse
 
@@ -121,9 +125,43 @@ def test_bad_variant_arguments():
 
 
 @pytest.mark.skipif(not flashattn.cuda_available(), reason="needs a CUDA device")
-def test_cuda_refuses_variants():
-    q = torch.randn(1, 8, 2, 64, device="cuda", dtype=torch.float16)
-    with pytest.raises(NotImplementedError, match="alibi_slopes"):
-        flashattn.flash_attn_func(q, q, q, alibi_slopes=torch.ones(2, device="cuda"))
-    with pytest.raises(NotImplementedError, match="dropout_p"):
-        flashattn.flash_attn_func(q, q, q, dropout_p=0.1)
+@pytest.mark.parametrize("kw", [
+    dict(alibi=1),
+    dict(alibi=2, causal=True, p=0.25),
+    dict(p=0.5, window=(20, 7)),
+])
+def test_cuda_variants_against_reference(kw):
+    """CUDA tensors (the sm80 kernels; the returned mask drives the reference)."""
+    B, Sq, Sk, Hq, Hk, D = 2, 67, 131, 4, 2, 64
+    p, causal, window = kw.get("p", 0.0), kw.get("causal", False), kw.get("window", (-1, -1))
+    g = torch.Generator().manual_seed(7)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g).to("cuda", torch.float16).requires_grad_()
+
+    q, k, v = randn(B, Sq, Hq, D), randn(B, Sk, Hk, D), randn(B, Sk, Hk, D)
+    dout = torch.randn(B, Sq, Hq, D, generator=g).to("cuda", torch.float16)
+    slopes = None
+    if kw.get("alibi"):
+        base = torch.tensor([2.0 ** (-8.0 * (h + 1) / Hq) for h in range(Hq)], dtype=torch.float32)
+        slopes = base if kw["alibi"] == 1 else torch.stack([base * (1 + 0.5 * b) for b in range(B)])
+        slopes = slopes.cuda()
+    out, lse, mask = flashattn.flash_attn_func(q, k, v, dropout_p=p, causal=causal, window_size=window,
+                                               alibi_slopes=slopes, return_attn_probs=True)
+    assert (mask is None) == (p == 0.0)
+    out.backward(dout)
+
+    def cpu(t):
+        return None if t is None else t.detach().cpu()
+
+    args = dict(causal=causal, window=window, slopes=cpu(slopes), mask=cpu(mask), p=p)
+    rq, rk, rv, rout, rlse = reference(cpu(q), cpu(k), cpu(v), **args)
+    rout.backward(dout.cpu().double())
+    nq, nk, nv, nout, _ = reference(cpu(q), cpu(k), cpu(v), work=torch.float32, pdt=torch.float16, **args)
+    nout.backward(dout.cpu().float())
+    n = max(Sk, Sq * Hq // Hk)
+    assert_rule("out", out, rout, nout, n=Sk, d=D)
+    assert_lse(lse, rlse, n=Sk, d=D)
+    assert_rule("dq", q.grad, rq.grad, nq.grad, n=Sk, d=D)
+    assert_rule("dk", k.grad, rk.grad, nk.grad, n=n, d=D)
+    assert_rule("dv", v.grad, rv.grad, nv.grad, n=n, d=D)
