@@ -29,3 +29,5 @@ ncu --import "$out/bwd-ncu.ncu-rep" --print-details all > "$out/bwd-ncu.txt" 2>&
 ncu --import "$out/bwd-ncu.ncu-rep" --page source --print-source sass --csv > "$out/bwd-ncu-sass.csv" 2>&1
 grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|No Eligible|Active Warps Per|Eligible Warps|Shared Memory|Tensor|L2 Hit|Registers Per|Warp Cycles Per Issued" \
   "$out/bwd-ncu.txt" | head -n 40
+python3 "$root/bench/sm90/ncu_stalls.py" "$out/bwd-ncu-sass.csv" 20 | tee "$out/bwd-ncu-stalls.txt"
+grep -A 24 "Section: Warp State Statistics" "$out/bwd-ncu.txt" | grep -E "Stall|Warp Cycles" | head -n 12

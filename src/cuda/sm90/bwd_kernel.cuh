@@ -145,19 +145,24 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
 }
 
 // dQ writer (warp 1): per step, once both consumer warpgroups have staged
-// their halves of the dQ tile, adds its rows to the fp32 workspace with one
-// bulk reduce per 512-byte row (two per lane; rows past seqlen_q are
-// dropped), waits until they have read shared memory, and hands the tile
-// back. The first hand-back is given up front; none after the last step.
+// their halves of the dQ tile (staging tile it % 2), adds its rows to the
+// fp32 workspace with one bulk reduce per 512-byte row (two per lane; rows
+// past seqlen_q are dropped). Once the previous step's reductions have read
+// their tile, that tile goes back to the consumers for step it + 1. Each
+// tile's first hand-back is given up front; none beyond the last step.
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm, int hk,
                                               int b, int total, const QueryTileRange& qr,
                                               int lane) {
+  static_assert(T::kDQStages == 2, "the hand-back below assumes two staging tiles");
   constexpr int kHeadDim = T::kHeadDim;
-  if (total > 0) named_barrier_arrive(T::kBarDQEmpty, T::kDQSyncThreads);
+  for (int t = 0; t < T::kDQStages && t < total; ++t) {
+    named_barrier_arrive(T::kBarDQEmpty + t, T::kDQSyncThreads);
+  }
   for (int it = 0; it < total; ++it) {
     const BwdStep<T> st(it, hk, a.group, qr);
-    named_barrier_sync(T::kBarDQFull, T::kDQSyncThreads);
+    const int t = it % T::kDQStages;
+    named_barrier_sync(T::kBarDQFull + t, T::kDQSyncThreads);
     float* base = a.dq_accum + (static_cast<int64_t>(b) * a.heads_q + st.head) *
                                    static_cast<int64_t>(a.seqlen_q) * kHeadDim;
 #pragma unroll
@@ -165,13 +170,15 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
       const int row = lane + 32 * h;
       if (st.m0 + row < a.seqlen_q) {
         bulk_reduce_add_f32(base + static_cast<int64_t>(st.m0 + row) * kHeadDim,
-                            sm.dq() + row * T::kDQStride * 4, kHeadDim * 4);
+                            sm.dq(t) + row * T::kDQStride * 4, kHeadDim * 4);
       }
     }
     tma_store_commit();
-    tma_store_wait_read();
-    __syncwarp();
-    if (it + 1 < total) named_barrier_arrive(T::kBarDQEmpty, T::kDQSyncThreads);
+    if (it >= 1) {
+      bulk_wait_read<1>();  // step it - 1's reductions have read tile 1 - t
+      __syncwarp();
+      if (it + 1 < total) named_barrier_arrive(T::kBarDQEmpty + (1 - t), T::kDQSyncThreads);
+    }
   }
   bulk_wait_all();
 }
@@ -224,15 +231,21 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
       Wgmma<kBlockM, Tag>::ss(dp, desc_advance(desc_v, oa), desc_advance(desc_do, ob), kk > 0);
     }
     wgmma_commit();
+    // This thread's LSE*log2e values, loaded while the wgmmas run (loads
+    // issued after the wait left the exp2 FMAs stalled on them; D's loads
+    // stay below, where dV hides them and registers are not short).
+    const uint32_t lse_s = sm.lse(st.stage), dsum_s = sm.dsum(st.stage);
+    float2 lse[kBlockM / 8];
+#pragma unroll
+    for (int j = 0; j < kBlockM / 8; ++j) lse[j] = ld_shared_f32x2(lse_s + (8 * j + 2 * t4) * 4);
     wgmma_wait<1>();  // S^T is ready; dP^T may still run
     fence_operand(s);
 
     // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
     // m0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
-    const uint32_t lse_s = sm.lse(st.stage), dsum_s = sm.dsum(st.stage);
 #pragma unroll
     for (int j = 0; j < kBlockM / 8; ++j) {
-      const float2 l = ld_shared_f32x2(lse_s + (8 * j + 2 * t4) * 4);
+      const float2 l = lse[j];
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         s[4 * j + 2 * hh + 0] = ex2(fmaf(s[4 * j + 2 * hh + 0], a.scale_log2, -l.x));
@@ -331,21 +344,22 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     // before the producer warp overwrites them).
     mbar_arrive(sm.q_empty(st.stage));
 
-    // Stage dQ (fp32, padded rows) for the writer, once it has read the
-    // previous step's tile.
-    named_barrier_sync(T::kBarDQEmpty, T::kDQSyncThreads);
+    // Stage dQ (fp32, padded rows) for the writer, once it has read what
+    // this staging tile held two steps ago.
+    const int t = it % T::kDQStages;
+    named_barrier_sync(T::kBarDQEmpty + t, T::kDQSyncThreads);
 #pragma unroll
     for (int j = 0; j < kHeadDim / 16; ++j) {
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const int row = 16 * warp + lane / 4 + 8 * hh;
         const int col = 64 * cw + 8 * j + 2 * t4;
-        st_shared_f32x2(sm.dq() + (row * T::kDQStride + col) * 4, dq[4 * j + 2 * hh],
+        st_shared_f32x2(sm.dq(t) + (row * T::kDQStride + col) * 4, dq[4 * j + 2 * hh],
                         dq[4 * j + 2 * hh + 1]);
       }
     }
     fence_proxy_async_smem();  // st.shared -> bulk-copy reads (async proxy)
-    named_barrier_arrive(T::kBarDQFull, T::kDQSyncThreads);
+    named_barrier_arrive(T::kBarDQFull + t, T::kDQSyncThreads);
   }
 
   // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.

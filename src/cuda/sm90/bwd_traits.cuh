@@ -45,6 +45,9 @@ struct BwdTraits {
   // 4 lanes) fill 32 banks twice, the minimum.
   static constexpr int kDQStride = kHeadDim + 8;  // floats
   static constexpr int kDQBytes = kBlockM * kDQStride * 4;
+  // Two staging tiles: the consumers fill one while the writer's reductions
+  // still read the other (with one, they waited ~22% of their time for it).
+  static constexpr int kDQStages = 2;
 
   // Shared memory (byte offsets from a 1024-aligned base; every wgmma/TMA
   // tile starts 1024-aligned, see wgmma.cuh).
@@ -54,7 +57,7 @@ struct BwdTraits {
   static constexpr int kDOOff = kQOff + kStages * kQBytes;
   static constexpr int kDSOff = kDOOff + kStages * kQBytes;
   static constexpr int kDQOff = kDSOff + kDSBytes;
-  static constexpr int kLseOff = kDQOff + kDQBytes;
+  static constexpr int kLseOff = kDQOff + kDQStages * kDQBytes;
   static constexpr int kDsumOff = kLseOff + kStages * kRowBytes;
   static constexpr int kBarOff = kDsumOff + kStages * kRowBytes;
   // Barriers: kv_full, q_full[kStages], q_empty[kStages].
@@ -69,12 +72,12 @@ struct BwdTraits {
   static constexpr uint32_t kEmptyArrivals = 128 * kConsumerWGs;
   static constexpr uint32_t kFullArrivals = 1 + 32;
   // Named barriers (0 is __syncthreads). kBarDS: over the 256 consumer
-  // threads, both halves of dS^T are in smem. kBarDQFull / kBarDQEmpty: the
-  // consumers and the dQ-writer warp hand the dQ staging tile back and forth
-  // (consumers arrive on full and sync on empty, the writer the reverse).
+  // threads, both halves of dS^T are in smem. kBarDQFull + t / kBarDQEmpty +
+  // t: the consumers and the dQ-writer warp hand staging tile t back and
+  // forth (consumers arrive on full and sync on empty, the writer the reverse).
   static constexpr uint32_t kBarDS = 1;
   static constexpr uint32_t kBarDQFull = 2;
-  static constexpr uint32_t kBarDQEmpty = 3;
+  static constexpr uint32_t kBarDQEmpty = kBarDQFull + kDQStages;
   static constexpr uint32_t kDQSyncThreads = 128 * kConsumerWGs + 32;
 };
 
@@ -86,7 +89,7 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t q(int s) const { return base + T::kQOff + s * T::kQBytes; }
   __device__ __forceinline__ uint32_t dout(int s) const { return base + T::kDOOff + s * T::kQBytes; }
   __device__ __forceinline__ uint32_t ds() const { return base + T::kDSOff; }
-  __device__ __forceinline__ uint32_t dq() const { return base + T::kDQOff; }
+  __device__ __forceinline__ uint32_t dq(int t) const { return base + T::kDQOff + t * T::kDQBytes; }
   __device__ __forceinline__ uint32_t lse(int s) const { return base + T::kLseOff + s * T::kRowBytes; }
   __device__ __forceinline__ uint32_t dsum(int s) const { return base + T::kDsumOff + s * T::kRowBytes; }
   __device__ __forceinline__ uint32_t bar(int i) const { return base + T::kBarOff + 8 * i; }
