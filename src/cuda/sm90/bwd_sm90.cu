@@ -1,7 +1,6 @@
 // Host adapter of the Hopper backward: can_implement_bwd, the workspace
 // layout, TMA descriptors of Q, K, V, dO, dispatch to the per-(dtype, head
-// dim) launchers in inst/bwd_*.cu. The tensor-map encoding follows
-// sm90_forward.cu's (whose helpers are file-local there).
+// dim) launchers in inst/bwd_*.cu. Tensor maps: tma_desc.hpp.
 #include "bwd_sm90.hpp"
 
 #include <cuda.h>
@@ -16,92 +15,16 @@
 
 #include "bwd_kernel_args.hpp"
 #include "bwd_launch.hpp"
+#include "tma_desc.hpp"
 
 namespace flashattn::detail::cuda::sm90 {
 namespace {
-
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiledFn encode_tiled_fn() {
-  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000,
-                                                     cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<EncodeTiledFn>(ptr);
-  }();
-  return fn;
-}
 
 Status unsupported(const std::string& m) {
   return Status::Error(ErrorCode::Unsupported, "sm90 backward: " + m);
 }
 
 constexpr int64_t kMaxSeqlen = int64_t(1) << 28;
-
-struct Operand {
-  const char* name;
-  const void* ptr;
-  int64_t seqlen, heads;
-  Strides str;
-};
-
-// TMA moves 16-byte units: the base and every applied stride must be
-// multiples of 16 bytes. Dispatch has checked this already for its own
-// 16-byte loads; kept here so can_implement_bwd stands on its own.
-Status check_alignment(const Operand& t, int64_t batch) {
-  if (reinterpret_cast<uintptr_t>(t.ptr) % 16 != 0) {
-    return unsupported(std::string(t.name) + ": data pointer not 16-byte aligned");
-  }
-  const int64_t sizes[3] = {t.seqlen, t.heads, batch};
-  const int64_t strides[3] = {t.str.seq, t.str.head, t.str.batch};
-  for (int i = 0; i < 3; ++i) {
-    if (sizes[i] > 1 && (strides[i] * 2) % 16 != 0) {
-      return unsupported(std::string(t.name) + ": a stride is not a multiple of 16 bytes");
-    }
-  }
-  return Status::Ok();
-}
-
-// 4-d map {head_dim, seqlen, heads, batch}, box {64, box_rows, 1, 1},
-// 128-byte swizzle (the layout the wgmma descriptors describe).
-Status encode(CUtensorMap* map, const Operand& t, int64_t batch, int64_t head_dim, DType dtype,
-              int box_rows) {
-  EncodeTiledFn fn = encode_tiled_fn();
-  if (fn == nullptr) return unsupported("cuTensorMapEncodeTiled is not available from the driver");
-  const int64_t esize = 2;
-  auto stride_or = [&](int64_t size, int64_t s) {
-    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
-  };
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(t.seqlen),
-                              static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[3] = {stride_or(t.seqlen, t.str.seq), stride_or(t.heads, t.str.head),
-                                 stride_or(batch, t.str.batch)};
-  for (cuuint64_t s : strides) {
-    if (s >= (cuuint64_t(1) << 40)) {
-      return unsupported(std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)");
-    }
-  }
-  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
-  const cuuint32_t estr[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType dt = dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  CUresult r = fn(map, dt, 4, const_cast<void*>(t.ptr), dims, strides, box, estr,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    return unsupported(std::string(t.name) + ": cuTensorMapEncodeTiled rejected the layout (CUresult " +
-                       std::to_string(static_cast<int>(r)) + ")");
-  }
-  return Status::Ok();
-}
 
 Status check_device(int device) {
   int major = 0, minor = 0;
@@ -151,17 +74,21 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   if (p.lse == nullptr) return unsupported("needs the forward's LSE");
   if (Status s = check_device(p.device_index); !s.ok()) return s;
 
-  const Operand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
-  const Operand dout{"dout", p.dout, p.seqlen_q, p.heads_q, p.do_str};
-  const Operand k{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
-  const Operand v{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
-  for (const Operand* t : {&q, &dout, &k, &v}) {
-    if (Status s = check_alignment(*t, p.batch); !s.ok()) return s;
+  const TmaOperand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
+  const TmaOperand dout{"dout", p.dout, p.seqlen_q, p.heads_q, p.do_str};
+  const TmaOperand k{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
+  const TmaOperand v{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
+  for (const TmaOperand* t : {&q, &dout, &k, &v}) {
+    if (std::string m = tma_alignment_problem(*t, p.batch, 2); !m.empty()) return unsupported(m);
   }
-  if (Status s = encode(&args->tm_q, q, p.batch, p.head_dim, p.dtype, kBwdBlockM); !s.ok()) return s;
-  if (Status s = encode(&args->tm_do, dout, p.batch, p.head_dim, p.dtype, kBwdBlockM); !s.ok()) return s;
-  if (Status s = encode(&args->tm_k, k, p.batch, p.head_dim, p.dtype, kBwdBlockN); !s.ok()) return s;
-  if (Status s = encode(&args->tm_v, v, p.batch, p.head_dim, p.dtype, kBwdBlockN); !s.ok()) return s;
+  if (std::string why = encode_tma_maps({{&args->tm_q, q, kBwdBlockM},
+                                         {&args->tm_do, dout, kBwdBlockM},
+                                         {&args->tm_k, k, kBwdBlockN},
+                                         {&args->tm_v, v, kBwdBlockN}},
+                                        p.batch, p.head_dim, p.dtype);
+      !why.empty()) {
+    return unsupported(why);
+  }
 
   const Layout l = layout(p);
   if (static_cast<int64_t>(p.batch) * p.heads_q * l.sq_pad > INT32_MAX) {

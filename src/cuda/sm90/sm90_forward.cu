@@ -1,7 +1,5 @@
-// Host adapter of the Hopper forward: can_implement checks, TMA descriptor
-// encoding (cuTensorMapEncodeTiled, reached through the runtime's driver
-// entry point so nothing links libcuda), dispatch to the per-(dtype, head
-// dim) launchers in inst/.
+// Host adapter of the Hopper forward: can_implement checks, TMA descriptors
+// (tma_desc.hpp), dispatch to the per-(dtype, head dim) launchers in inst/.
 #include "sm90_forward.hpp"
 
 #include <cuda.h>
@@ -17,29 +15,10 @@
 
 #include "kernel_args.hpp"
 #include "launch.hpp"
+#include "tma_desc.hpp"
 
 namespace flashattn::detail::cuda::sm90 {
 namespace {
-
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiledFn encode_tiled_fn() {
-  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000,
-                                                     cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<EncodeTiledFn>(ptr);
-  }();
-  return fn;
-}
 
 Status unsupported(const std::string& m) {
   return Status::Error(ErrorCode::Unsupported, "sm90 forward: " + m);
@@ -54,70 +33,6 @@ constexpr int64_t kMaxSeqlen = int64_t(1) << 28;
 
 // Longest seqlen_k for which the consumer warpgroups take turns (pingpong).
 constexpr int64_t kPingpongMaxSeqlenK = 2048;
-
-struct Operand {
-  const char* name;
-  const void* ptr;
-  int64_t seqlen, heads;
-  Strides str;
-};
-
-// TMA reads/writes 16-byte units: base address and every stride that is ever
-// applied (dimension of size > 1) must be multiples of 16 bytes.
-Status check_alignment(const Operand& t, int64_t batch, int64_t esize) {
-  if (reinterpret_cast<uintptr_t>(t.ptr) % 16 != 0) {
-    return invalid(std::string(t.name) +
-                   ": the sm90 (TMA) kernel needs a 16-byte aligned data pointer");
-  }
-  const struct {
-    const char* dim;
-    int64_t size, stride;
-  } dims[3] = {{"seqlen", t.seqlen, t.str.seq}, {"heads", t.heads, t.str.head},
-               {"batch", batch, t.str.batch}};
-  for (const auto& d : dims) {
-    if (d.size > 1 && (d.stride * esize) % 16 != 0) {
-      return invalid(std::string(t.name) + ": the sm90 (TMA) kernel needs the " + d.dim +
-                     " stride to be a multiple of 16 bytes (" + std::to_string(16 / esize) +
-                     " elements), got " + std::to_string(d.stride) + " elements");
-    }
-  }
-  return Status::Ok();
-}
-
-// 4-d map {head_dim, seqlen, heads, batch}, box {64, box_rows, 1, 1},
-// 128-byte swizzle (the layout the wgmma descriptors describe).
-Status encode(CUtensorMap* map, const Operand& t, int64_t batch, int64_t head_dim, DType dtype,
-              int box_rows) {
-  EncodeTiledFn fn = encode_tiled_fn();
-  if (fn == nullptr) return unsupported("cuTensorMapEncodeTiled is not available from the driver");
-  const int64_t esize = 2;
-  // A stride of a size-1 dimension is never applied; give TMA a valid one.
-  auto stride_or = [&](int64_t size, int64_t s) {
-    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
-  };
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(t.seqlen),
-                              static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[3] = {stride_or(t.seqlen, t.str.seq), stride_or(t.heads, t.str.head),
-                                 stride_or(batch, t.str.batch)};
-  for (cuuint64_t s : strides) {
-    if (s >= (cuuint64_t(1) << 40)) {
-      return unsupported(std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)");
-    }
-  }
-  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
-  const cuuint32_t estr[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType dt = dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  CUresult r = fn(map, dt, 4, const_cast<void*>(t.ptr), dims, strides, box, estr,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    return unsupported(std::string(t.name) + ": cuTensorMapEncodeTiled rejected the layout "
-                       "(CUresult " + std::to_string(static_cast<int>(r)) +
-                       "; e.g. a zero stride on a dimension of size > 1)");
-  }
-  return Status::Ok();
-}
 
 int sm_count(int device) {
   int n = 0;
@@ -170,23 +85,27 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   if (is_empty(p)) return Status::Ok();
 
   const int64_t esize = 2;
-  const Operand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
-  const Operand o{"out", p.out, p.seqlen_q, p.heads_q, p.o_str};
+  const TmaOperand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
+  const TmaOperand o{"out", p.out, p.seqlen_q, p.heads_q, p.o_str};
   // With no keys there is nothing to load; the K/V maps then describe Q (never used).
   const bool no_keys = p.seqlen_k == 0;
-  const Operand k = no_keys ? Operand{"k", p.q, p.seqlen_q, p.heads_q, p.q_str}
-                            : Operand{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
-  const Operand v = no_keys ? Operand{"v", p.q, p.seqlen_q, p.heads_q, p.q_str}
-                            : Operand{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
-  for (const Operand* t : {&q, &k, &v, &o}) {
-    if (Status s = check_alignment(*t, p.batch, esize); !s.ok()) return s;
+  const TmaOperand k = no_keys ? TmaOperand{"k", p.q, p.seqlen_q, p.heads_q, p.q_str}
+                            : TmaOperand{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
+  const TmaOperand v = no_keys ? TmaOperand{"v", p.q, p.seqlen_q, p.heads_q, p.q_str}
+                            : TmaOperand{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
+  for (const TmaOperand* t : {&q, &k, &v, &o}) {
+    if (std::string m = tma_alignment_problem(*t, p.batch, esize); !m.empty()) return invalid(m);
   }
   const int block_m = block_m_for(static_cast<int>(p.head_dim));
   const int block_n = block_n_for(static_cast<int>(p.head_dim));
-  if (Status s = encode(&args->tm_q, q, p.batch, p.head_dim, p.dtype, block_m); !s.ok()) return s;
-  if (Status s = encode(&args->tm_k, k, p.batch, p.head_dim, p.dtype, block_n); !s.ok()) return s;
-  if (Status s = encode(&args->tm_v, v, p.batch, p.head_dim, p.dtype, block_n); !s.ok()) return s;
-  if (Status s = encode(&args->tm_o, o, p.batch, p.head_dim, p.dtype, 64); !s.ok()) return s;
+  if (std::string why = encode_tma_maps({{&args->tm_q, q, block_m},
+                                         {&args->tm_k, k, block_n},
+                                         {&args->tm_v, v, block_n},
+                                         {&args->tm_o, o, 64}},
+                                        p.batch, p.head_dim, p.dtype);
+      !why.empty()) {
+    return unsupported(why);
+  }
 
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };

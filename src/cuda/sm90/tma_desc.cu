@@ -1,0 +1,91 @@
+// See tma_desc.hpp.
+#include "tma_desc.hpp"
+
+#include <cuda_runtime.h>
+
+namespace flashattn::detail::cuda::sm90 {
+namespace {
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiledFn encode_tiled_fn() {
+  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000,
+                                                     cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<EncodeTiledFn>(ptr);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t esize) {
+  if (reinterpret_cast<uintptr_t>(t.ptr) % 16 != 0) {
+    return std::string(t.name) + ": the sm90 (TMA) kernel needs a 16-byte aligned data pointer";
+  }
+  const struct {
+    const char* dim;
+    int64_t size, stride;
+  } dims[3] = {{"seqlen", t.seqlen, t.str.seq}, {"heads", t.heads, t.str.head},
+               {"batch", batch, t.str.batch}};
+  for (const auto& d : dims) {
+    if (d.size > 1 && (d.stride * esize) % 16 != 0) {
+      return std::string(t.name) + ": the sm90 (TMA) kernel needs the " + d.dim +
+             " stride to be a multiple of 16 bytes (" + std::to_string(16 / esize) +
+             " elements), got " + std::to_string(d.stride) + " elements";
+    }
+  }
+  return {};
+}
+
+std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
+                          DType dtype, int box_rows) {
+  EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
+  const int64_t esize = 2;
+  // A stride of a size-1 dimension is never applied; give TMA a valid one.
+  auto stride_or = [&](int64_t size, int64_t s) {
+    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
+  };
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(t.seqlen),
+                              static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[3] = {stride_or(t.seqlen, t.str.seq), stride_or(t.heads, t.str.head),
+                                 stride_or(batch, t.str.batch)};
+  for (cuuint64_t s : strides) {
+    if (s >= (cuuint64_t(1) << 40)) {
+      return std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)";
+    }
+  }
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType dt = dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUresult r = fn(map, dt, 4, const_cast<void*>(t.ptr), dims, strides, box, estr,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return std::string(t.name) + ": cuTensorMapEncodeTiled rejected the layout (CUresult " +
+           std::to_string(static_cast<int>(r)) + "; e.g. a zero stride on a dimension of size > 1)";
+  }
+  return {};
+}
+
+std::string encode_tma_maps(std::initializer_list<TmaMapRequest> maps, int64_t batch,
+                            int64_t head_dim, DType dtype) {
+  for (const TmaMapRequest& m : maps) {
+    std::string why = encode_tma_4d(m.map, m.t, batch, head_dim, dtype, m.box_rows);
+    if (!why.empty()) return why;
+  }
+  return {};
+}
+
+}  // namespace flashattn::detail::cuda::sm90

@@ -1,0 +1,44 @@
+// TMA tensor maps of the Hopper kernels' [batch, seqlen, heads, head_dim]
+// operands, shared by the forward and backward host adapters. Each function
+// returns "" when it succeeds and the reason otherwise, so that the caller
+// words the Status (its kernel's name, its error code).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "common/params.hpp"
+
+namespace flashattn::detail::cuda::sm90 {
+
+struct TmaOperand {
+  const char* name;  // the argument's name, for messages
+  const void* ptr;
+  int64_t seqlen, heads;
+  Strides str;  // in elements
+};
+
+// TMA moves 16-byte units: the base address and every stride that is ever
+// applied (a dimension of size > 1) must be multiples of 16 bytes.
+std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t esize);
+
+// 4-d map {head_dim, seqlen, heads, batch} of 16-bit elements, box {64,
+// box_rows, 1, 1}, 128-byte swizzle (the layout the wgmma descriptors
+// describe); cuTensorMapEncodeTiled is reached through the runtime's driver
+// entry point so nothing links libcuda.
+std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
+                          DType dtype, int box_rows);
+
+// encode_tma_4d over a kernel's operands; "" or the first failure.
+struct TmaMapRequest {
+  CUtensorMap* map;
+  const TmaOperand& t;
+  int box_rows;
+};
+std::string encode_tma_maps(std::initializer_list<TmaMapRequest> maps, int64_t batch,
+                            int64_t head_dim, DType dtype);
+
+}  // namespace flashattn::detail::cuda::sm90
