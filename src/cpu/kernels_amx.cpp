@@ -1,7 +1,8 @@
 // CPU kernels for AMX (AMX-TILE + AMX-BF16, with AVX512-BF16 for the fp32 ->
 // bf16 packing): bf16 inputs run their GEMMs on the tile unit
-// (kernels/forward_amx.hpp); fp32 and fp16 go to the AVX-512 kernels, bit for
-// bit (bf16 tiles would round fp32 and fp16 operands, breaking their accuracy).
+// (kernels/forward_amx.hpp, kernels/backward_amx.hpp); fp32 and fp16 go to
+// the AVX-512 kernels, bit for bit (bf16 tiles would round fp32 and fp16
+// operands, breaking their accuracy).
 #define FA_ISA_NS amx
 #define FA_VW 16
 #define FA_MR 4
@@ -9,6 +10,7 @@
 #define FA_AMX 1
 #define FA_FWD_BC 128  // see bench/NOTES.md (CPU, AMX): halves the O^T accumulator traffic per key
 #include "kernels/backward.hpp"
+#include "kernels/backward_amx.hpp"
 #include "kernels/forward.hpp"
 #include "kernel_table.hpp"
 
@@ -16,7 +18,7 @@ namespace flashattn::detail::cpu {
 namespace {
 
 bool tiles_fwd(const FwdParams& p) { return p.dtype == DType::BF16; }
-bool tiles_bwd(const BwdParams& p) { return p.dtype == DType::BF16 && false; }
+bool tiles_bwd(const BwdParams& p) { return p.dtype == DType::BF16; }
 
 int64_t fwd_tasks(const FwdParams& p) {
   return tiles_fwd(p) ? amx::forward_tasks(p) : kernels_avx512().forward_tasks(p);
@@ -29,14 +31,14 @@ size_t fwd_ws(const FwdParams& p, int nt) {
                       : kernels_avx512().forward_workspace_floats(p, nt);
 }
 size_t bwd_ws(const BwdParams& p, int nt) {
-  return tiles_bwd(p) ? amx::backward_workspace_floats(p, nt)
+  return tiles_bwd(p) ? amx::backward_workspace_floats_amx(p, nt)
                       : kernels_avx512().backward_workspace_floats(p, nt);
 }
 void fwd(const FwdParams& p, float* ws, int nt) {
   tiles_fwd(p) ? amx::forward(p, ws, nt) : kernels_avx512().forward(p, ws, nt);
 }
 void bwd(const BwdParams& p, float* ws, int nt) {
-  tiles_bwd(p) ? amx::backward(p, ws, nt) : kernels_avx512().backward(p, ws, nt);
+  tiles_bwd(p) ? amx::backward_amx(p, ws, nt) : kernels_avx512().backward(p, ws, nt);
 }
 
 }  // namespace

@@ -31,13 +31,10 @@ struct alignas(64) TileConfig {
   uint16_t colsb[16];
   uint8_t rows[16];
 };
-inline void configure_tiles() {
-  TileConfig cfg;
-  std::memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }
-  _tile_loadconfig(&cfg);
-}
+constexpr TileConfig kTileConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+// From static storage: gcc 12 does not see LDTILECFG read its 64-byte operand
+// and dropped the stores of a stack copy (the tiles came up unconfigured).
+inline void configure_tiles() { _tile_loadconfig(&kTileConfig); }
 // Hands the tile state back (a thread that leaves it configured pays for
 // saving 8 KiB more on every context switch).
 inline void release_tiles() { _tile_release(); }
@@ -101,6 +98,14 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_
   }
 }
 
+// bf16 rows at a fixed distance, indexed like an array of row pointers.
+struct StridedRows {
+  const uint16_t* base;
+  int64_t stride;
+  const uint16_t* operator[](int64_t i) const { return base + i * stride; }
+  const uint16_t* operator()(int64_t i) const { return base + i * stride; }
+};
+
 // In-register transpose of a 16 x 16 block of 32-bit elements.
 inline void transpose16x16(__m512i r[16]) {
   __m512i a[16], b[16], c[16];
@@ -155,6 +160,46 @@ bool transpose_bf16(RowFn src, int64_t n, int64_t d, int64_t kpad, int64_t jpad,
     }
   }
   return bad != 0;
+}
+
+// B operand "X^T in VNNI pairs" from the rows of X: dst row r (ldd bf16
+// apart) holds, for column c < ncol (a multiple of 16), (x_c[2r], x_c[2r + 1])
+// for r < round_up(d, 32) / 2; zero past d and for columns c >= n. As 32-bit
+// elements that is the transpose of the rows, done 16 x 16 at a time.
+template <class Rows>
+void transpose_pairs(uint16_t* dst, int64_t ldd, const Rows& rows, int64_t n, int64_t ncol,
+                     int64_t d) {
+  const int64_t pairs = (d + 31) / 32 * 16;
+  for (int64_t c0 = 0; c0 < ncol; c0 += 16) {
+    for (int64_t r0 = 0; r0 < pairs; r0 += 16) {
+      const int64_t left = d - 2 * r0;  // bf16 elements of this slice inside the row
+      const __mmask32 km = left >= 32 ? ~__mmask32(0) : left > 0 ? (__mmask32(1) << left) - 1 : 0;
+      __m512i w[16];
+      for (int c = 0; c < 16; ++c)
+        w[c] = c0 + c < n ? _mm512_maskz_loadu_epi16(km, rows[c0 + c] + 2 * r0) : _mm512_setzero_si512();
+      transpose16x16(w);
+      for (int r = 0; r < 16; ++r) _mm512_storeu_si512(dst + (r0 + r) * ldd + 2 * c0, w[r]);
+    }
+  }
+}
+
+// B operand "X in VNNI pairs" from the rows of X (n x d): dst row r (ldd bf16
+// apart) holds (x_2r[k], x_2r+1[k]) for k < kpad (a multiple of 16), for
+// r < rpad (pairs); zero past d and for rows >= n.
+template <class Rows>
+void interleave_pairs(uint16_t* dst, int64_t ldd, const Rows& rows, int64_t n, int64_t d,
+                      int64_t kpad, int64_t rpad) {
+  for (int64_t r = 0; r < rpad; ++r) {
+    for (int64_t k0 = 0; k0 < kpad; k0 += 16) {
+      const __mmask16 km = k0 + 16 <= d ? __mmask16(0xffff)
+                                        : __mmask16(k0 < d ? (1u << (d - k0)) - 1 : 0);
+      const __m256i lo = 2 * r < n ? _mm256_maskz_loadu_epi16(km, rows[2 * r] + k0) : _mm256_setzero_si256();
+      const __m256i hi = 2 * r + 1 < n ? _mm256_maskz_loadu_epi16(km, rows[2 * r + 1] + k0) : _mm256_setzero_si256();
+      _mm512_storeu_si512(dst + r * ldd + 2 * k0,
+                          _mm512_or_si512(_mm512_cvtepu16_epi32(lo),
+                                          _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16)));
+    }
+  }
 }
 
 // Rounds two fp32 vectors (k = 2r and 2r + 1 of 16 columns) to bf16 (nearest

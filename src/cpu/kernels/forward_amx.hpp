@@ -31,23 +31,10 @@ static_assert(FBC % 32 == 0 && FBR % 32 == 0, "AMX tiles: 32 keys, 32 queries pe
 static_assert(VW == 16, "AMX kernels use 16-float vectors");
 
 // Q^T in VNNI pairs, unscaled: qv row r (FBR pairs apart) holds, for column
-// c, (q_c[2r], q_c[2r + 1]), zero past d (up to d rounded to 32) and for the
-// columns [n, ncol) past the tile's rows. As 32-bit elements that is the
-// transpose of the rows, done 16 x 16 at a time.
+// c, (q_c[2r], q_c[2r + 1]) (amx_tiles.hpp, transpose_pairs).
 inline void pack_q_columns(uint16_t* qv, const uint16_t* const* rows, int64_t n, int64_t ncol,
                            int64_t d) {
-  const int64_t pairs = round_up(d, 32) / 2;
-  for (int64_t c0 = 0; c0 < ncol; c0 += 16) {
-    for (int64_t r0 = 0; r0 < pairs; r0 += 16) {
-      const int64_t left = d - 2 * r0;  // bf16 elements of this slice inside the row
-      const __mmask32 km = left >= 32 ? ~__mmask32(0) : left > 0 ? (__mmask32(1) << left) - 1 : 0;
-      __m512i w[16];
-      for (int c = 0; c < 16; ++c)
-        w[c] = c0 + c < n ? _mm512_maskz_loadu_epi16(km, rows[c0 + c] + 2 * r0) : _mm512_setzero_si512();
-      transpose16x16(w);
-      for (int r = 0; r < 16; ++r) _mm512_storeu_si512(qv + (r0 + r) * 2 * FBR + 2 * c0, w[r]);
-    }
-  }
+  transpose_pairs(qv, 2 * FBR, rows, n, ncol, d);
 }
 
 // Queries per block: the softmax, the P^T packing and the O^T update of one
