@@ -22,9 +22,9 @@
 //   dS^T -> shared memory (bf16/fp16, 128-byte swizzle), both warpgroups
 //   dQ[:, 64w .. 64w+63] = dS K   wgmma ss_tt over all 128 keys (dS^T and K
 //                                 MN-major), staged in shared memory and
-//                                 added to the fp32 dQ workspace with
-//                                 cp.reduce.async.bulk (one 512-byte row per
-//                                 operation) by warp 1, the dQ writer
+//                                 added to the fp32 dQ workspace with one
+//                                 cp.reduce.async.bulk per tile by warp 1,
+//                                 the dQ writer
 // The writer is a warp of its own because a warp with bulk operations in
 // flight stalls at its next wgmma until they have read shared memory
 // (measured: with a consumer warp issuing them, ~22% of the consumers' time
@@ -145,17 +145,31 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
 }
 
 // dQ writer (warp 1): per step, once both consumer warpgroups have staged
-// their halves of the dQ tile (staging tile it % 2), adds its rows to the
-// fp32 workspace with one bulk reduce per 512-byte row (two per lane; rows
-// past seqlen_q are dropped). Once the previous step's reductions have read
-// their tile, that tile goes back to the consumers for step it + 1. Each
-// tile's first hand-back is given up front; none beyond the last step.
+// their halves of the dQ tile (staging tile it % 2), lane 0 adds the whole
+// tile to the fp32 accumulator with one bulk reduce-add (the global rows are
+// laid out as the tile's, padding included; padding query rows add zeros to
+// padding rows). Once the previous step's reduce-add has read its tile, that
+// tile goes back to the consumers for step it + 1. Each tile's first
+// hand-back is given up front; none beyond the last step.
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm, int hk,
                                               int b, int total, const QueryTileRange& qr,
                                               int lane) {
   static_assert(T::kDQStages == 2, "the hand-back below assumes two staging tiles");
-  constexpr int kHeadDim = T::kHeadDim;
+  constexpr int kHeadDim = T::kHeadDim, kPad = T::kDQStride - kHeadDim;
+  // The consumers never write the padding columns: zero them once, so the
+  // reduce-add moves defined values.
+#pragma unroll
+  for (int t = 0; t < T::kDQStages; ++t) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t row = sm.dq(t) + ((lane + 32 * h) * T::kDQStride + kHeadDim) * 4;
+#pragma unroll
+      for (int c = 0; c < kPad; c += 2) st_shared_f32x2(row + c * 4, 0.f, 0.f);
+    }
+  }
+  fence_proxy_async_smem();
+  __syncwarp();
   for (int t = 0; t < T::kDQStages && t < total; ++t) {
     named_barrier_arrive(T::kBarDQEmpty + t, T::kDQSyncThreads);
   }
@@ -163,24 +177,19 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
     const BwdStep<T> st(it, hk, a.group, qr);
     const int t = it % T::kDQStages;
     named_barrier_sync(T::kBarDQFull + t, T::kDQSyncThreads);
-    float* base = a.dq_accum + (static_cast<int64_t>(b) * a.heads_q + st.head) *
-                                   static_cast<int64_t>(a.seqlen_q) * kHeadDim;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = lane + 32 * h;
-      if (st.m0 + row < a.seqlen_q) {
-        bulk_reduce_add_f32(base + static_cast<int64_t>(st.m0 + row) * kHeadDim,
-                            sm.dq(t) + row * T::kDQStride * 4, kHeadDim * 4);
-      }
+    if (lane == 0) {
+      float* tile = a.dq_accum + ((static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad +
+                                  st.m0) * T::kDQStride;
+      bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
+      tma_store_commit();
+      if (it >= 1) bulk_wait_read<1>();  // step it - 1's reduce-add has read tile 1 - t
     }
-    tma_store_commit();
-    if (it >= 1) {
-      bulk_wait_read<1>();  // step it - 1's reductions have read tile 1 - t
-      __syncwarp();
-      if (it + 1 < total) named_barrier_arrive(T::kBarDQEmpty + (1 - t), T::kDQSyncThreads);
+    __syncwarp();
+    if (it >= 1 && it + 1 < total) {
+      named_barrier_arrive(T::kBarDQEmpty + (1 - t), T::kDQSyncThreads);
     }
   }
-  bulk_wait_all();
+  if (lane == 0) bulk_wait_all();
 }
 
 // Consumer warpgroup cw (0 or 1): keys c0 + 64cw .. c0 + 64cw + 63.

@@ -15,6 +15,11 @@ namespace flashattn::detail::cuda::sm90 {
 // TMA box sizes, the padded LSE/D rows, the grid).
 constexpr int kBwdBlockM = 64;
 constexpr int kBwdBlockN = 128;
+// Floats of padding after each head_dim-long row of the fp32 dQ accumulator,
+// in shared memory (rows 8 banks apart: conflict-free staging stores) and,
+// so that a staged query tile is one contiguous bulk reduce-add, in global
+// memory too.
+constexpr int kBwdDQPad = 8;
 
 struct BwdKernelArgs {
   CUtensorMap tm_q;   // box {64, kBwdBlockM}
@@ -25,7 +30,7 @@ struct BwdKernelArgs {
   // no key and for the padding rows) and D = rowsum(dO * O), both
   // [B, Hq, seqlen_q_pad] so that every query tile has 64 aligned values
   // (the producer warp copies two per lane); the fp32 dQ accumulator
-  // [B, Hq, Sq, 128].
+  // [B, Hq, seqlen_q_pad, 128 + kBwdDQPad], the staging tile's layout.
   const float* lse2;
   const float* dsum;
   float* dq_accum;
@@ -47,7 +52,7 @@ struct BwdPrepArgs {
   const float* lse;                               // [B, Hq, Sq]
   float* lse2;                                    // [B, Hq, Sqp]
   float* dsum;                                    // [B, Hq, Sqp]
-  float* dq_accum;                                // [B, Hq, Sq, D]
+  float* dq_accum;                                // [B, Hq, Sqp, D + kBwdDQPad]
   void* dq;
   int64_t dq_sb, dq_ss, dq_sh;
   int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim;

@@ -19,8 +19,8 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
     return Status::Error(ErrorCode::CudaError,
                          std::string("sm90 backward: ") + what + ": " + cudaGetErrorString(e));
   };
-  const size_t dq_bytes = static_cast<size_t>(prep.batch) * prep.heads_q * prep.seqlen_q *
-                          kHeadDim * sizeof(float);
+  const size_t dq_bytes = static_cast<size_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad *
+                          T::kDQStride * sizeof(float);
   cudaError_t e = cudaMemsetAsync(prep.dq_accum, 0, dq_bytes, stream);
   if (e != cudaSuccess) return fail("cudaMemsetAsync", e);
   const int64_t rows = static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad;

@@ -7,8 +7,8 @@
 // leaves the LSE in the caller's [B, Hq, Sq] buffer). Padding
 // rows and rows that saw no key (LSE = -inf) get +inf, which makes their P
 // (and so dS) exactly 0.
-// Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sq, D] -> the dtype through
-// dq's strides.
+// Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sqp, D + kBwdDQPad] -> the
+// dtype through dq's strides.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -97,7 +97,8 @@ __global__ void __launch_bounds__(256) bwd_sm90_postprocess(const BwdPrepArgs a)
   const int i = static_cast<int>(row % a.seqlen_q);
   const int64_t bh = row / a.seqlen_q;
   const int h = static_cast<int>(bh % a.heads_q), b = static_cast<int>(bh / a.heads_q);
-  const float4* src = reinterpret_cast<const float4*>(a.dq_accum + row * a.head_dim + c);
+  const float4* src = reinterpret_cast<const float4*>(
+      a.dq_accum + (bh * a.seqlen_q_pad + i) * (a.head_dim + kBwdDQPad) + c);
   const float4 x = src[0], y = src[1];
   uint4 out;
   out.x = from_float2<T>(x.x * a.scale, x.y * a.scale);

@@ -39,7 +39,7 @@ Status check_device(int device) {
 }
 
 // Byte layout of the workspace: lse2 [B, Hq, Sqp], dsum [B, Hq, Sqp], dQ
-// accumulator [B, Hq, Sq, head_dim]; every part 256-byte aligned.
+// accumulator [B, Hq, Sqp, head_dim + kBwdDQPad]; every part 256-byte aligned.
 struct Layout {
   int64_t sq_pad = 0;
   size_t lse2 = 0, dsum = 0, dq = 0, total = 0;
@@ -52,7 +52,7 @@ Layout layout(const BwdParams& p) {
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
-  l.total = l.dq + bh * p.seqlen_q * p.head_dim * sizeof(float);
+  l.total = l.dq + bh * l.sq_pad * (p.head_dim + kBwdDQPad) * sizeof(float);
   return l;
 }
 

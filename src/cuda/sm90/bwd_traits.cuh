@@ -42,8 +42,9 @@ struct BwdTraits {
   static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T [key][query]
   // dQ staging for the bulk reduce-add, fp32 [query][kHeadDim + 8]: the pad
   // of 8 floats puts rows 8 banks apart, so a warp's float2 stores (8 rows x
-  // 4 lanes) fill 32 banks twice, the minimum.
-  static constexpr int kDQStride = kHeadDim + 8;  // floats
+  // 4 lanes) fill 32 banks twice, the minimum. The global accumulator has the
+  // same rows, so one bulk reduce-add moves a whole tile.
+  static constexpr int kDQStride = kHeadDim + kBwdDQPad;  // floats
   static constexpr int kDQBytes = kBlockM * kDQStride * 4;
   // Two staging tiles: the consumers fill one while the writer's reductions
   // still read the other (with one, they waited ~22% of their time for it).
