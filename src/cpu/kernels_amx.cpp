@@ -8,7 +8,9 @@
 #define FA_MR 4
 #define FA_NV 4
 #define FA_AMX 1
-#define FA_FWD_BC 128  // see bench/NOTES.md (CPU, AMX): halves the O^T accumulator traffic per key
+// 256-key forward tiles: each load and store of the O^T accumulator tiles is
+// spread over 8 K-steps instead of 2 (64 keys); bench/NOTES.md, CPU / AMX.
+#define FA_FWD_BC 256
 #include "kernels/backward.hpp"
 #include "kernels/backward_amx.hpp"
 #include "kernels/forward.hpp"

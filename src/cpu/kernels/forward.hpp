@@ -49,10 +49,17 @@ inline FwdLayout fwd_layout(int64_t d) {
   FwdLayout L;
   L.dpad = round_up(d, VW);
   Carver c;
+#if FA_AMX
+  // bf16 on AMX (the only dtype this layout serves there) packs its own
+  // operands below and keeps S^T for 32 queries at a time.
+  L.qt = L.k = L.v = 0;
+  L.s = c.take(FBC * 32);
+#else
   L.qt = c.take(d * FBR);        // (scale Q)^T: d x FBR
   L.k = c.take(FBC * d);         // K tile: FBC x d
   L.v = c.take(FBC * L.dpad);    // V tile: FBC x dpad, zero padded
   L.s = c.take(FBC * FBR);        // S^T then P^T: FBC x FBR
+#endif
   L.o = c.take(FBR * L.dpad);    // unnormalised O: FBR x dpad
   L.m = c.take(FBR);
   L.l = c.take(FBR);
