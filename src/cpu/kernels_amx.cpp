@@ -11,6 +11,9 @@
 // 256-key forward tiles: each load and store of the O^T accumulator tiles is
 // spread over 8 K-steps instead of 2 (64 keys); bench/NOTES.md, CPU / AMX.
 #define FA_FWD_BC 256
+// 256-query backward tiles: dK^T and dV^T (the accumulators of two of the
+// five GEMMs) are loaded and stored once per 8 K-steps instead of 4.
+#define FA_BR 256
 #include "kernels/backward.hpp"
 #include "kernels/backward_amx.hpp"
 #include "kernels/forward.hpp"
