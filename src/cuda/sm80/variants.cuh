@@ -15,11 +15,11 @@
 // of distance is therefore -slope / scale or -slope (AttnArgs::alibi_unit).
 //
 // Dropout bits: one Philox call yields the draws of four neighbouring keys
-// of one query. In the C-fragment layout the 16 scores of an 8x8 (forward:
-// rows g, g+8 x columns 2t, 2t+1) block held by a group of four lanes are
+// of one query. In a 16 x 8 C-fragment block, the 16 scores that a group of
+// four lanes holds (forward: the quad, rows g and g+8 x keys 0..7) are
 // exactly four such calls, so each lane runs one call and the group swaps
-// keep bits with two shuffles: one generator call per four scores, the least
-// possible.
+// keep bits with two shuffles: one generator call per four scores, the
+// least possible.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +54,7 @@ __device__ __forceinline__ uint32_t drop_row(const AttnArgs& a, int b, int h) {
 }
 
 // Forward / dQ layout (rows queries, columns keys): element [2hh + e] of
-// the 8x8 block at (row0 + 16mt, c0 + 8nt) is query row0 + 16mt + g + 8hh,
+// the 16 x 8 block at (row0 + 16mt, c0 + 8nt) is query row0 + 16mt + g + 8hh,
 // key c0 + 8nt + 2t + e. The quad (same g) holds rows g, g+8 x 8 keys: lane
 // t runs call k = t (row g + 8 (k & 1), keys 4 (k >> 1) + 0..3 of the block).
 // row0 and c0 + 8nt: the block's first row and key (c0 a multiple of 8).
@@ -81,7 +81,7 @@ __device__ __forceinline__ bool col_keep(uint32_t all, int hh, int e, int lane) 
   return (all >> (4 * (2 * hh + e) + ((lane >> 2) & 3))) & 1u;  // word g & 3 of call 2hh + e
 }
 
-// This lane's keep bits for every 8x8 block of an MT x NT fragment array:
+// This lane's keep bits for every 16 x 8 block of an MT x NT fragment array:
 // block x = mt NT + nt at bits 4x + 2hh + e (its element [2hh + e]). The
 // generator runs in a rolled loop: one copy of Philox's code and registers,
 // where MT NT unrolled copies made the forward spill.
