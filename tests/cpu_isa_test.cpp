@@ -1,5 +1,6 @@
 // Each CPU SIMD path forced through FLASHATTN_CPU_ISA, against the fp64
-// reference under the rule (support/check.hpp): AMX tiles (bf16), AVX-512.
+// reference under the rule (support/check.hpp): AMX tiles (bf16), AVX512-BF16
+// dot products (bf16), AVX-512.
 // The paths the host does not pick by default would otherwise be tested only
 // on other machines. A forced path the CPU lacks is skipped, never lowered
 // silently: the test asks the backend which path it really runs.
@@ -85,7 +86,8 @@ std::string missing(const std::string& want) {
   const std::string got = flashattn::detail::cpu::isa_name();
   if (got == want) return {};
   return "this CPU cannot run the " + want + " path (best available: " + got +
-         "); AMX needs amx_tile + amx_bf16 + avx512_bf16 and Linux >= 5.16";
+         "); amx needs amx_tile + amx_bf16 + avx512_bf16 and Linux >= 5.16, avx512_bf16 "
+         "needs avx512_bf16";
 }
 
 class CpuIsa : public ::testing::TestWithParam<IsaCase> {};
@@ -105,7 +107,7 @@ TEST_P(CpuIsa, Backward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, CpuIsa,
-                         ::testing::Combine(::testing::Values("amx", "avx512"),
+                         ::testing::Combine(::testing::Values("amx", "avx512_bf16", "avx512"),
                                             ::testing::ValuesIn(isa_cases())),
                          isa_case_name);
 

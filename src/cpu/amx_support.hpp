@@ -9,4 +9,8 @@ namespace flashattn::detail::cpu {
 // later calls return the same answer.
 bool amx_usable() noexcept;
 
+// AVX512-BF16 (VDPBF16PS, VCVTNE2PS2BF16) on top of AVX-512 BW, with the OS
+// saving the AVX-512 state: the dot-product path (kernels_avx512bf16.cpp).
+bool avx512_bf16_usable() noexcept;
+
 }  // namespace flashattn::detail::cpu

@@ -18,7 +18,7 @@
 namespace flashattn::detail::cpu {
 namespace {
 
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3, Amx = 4 };
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
 // does not know "f16c" (the sanitizer/fuzzer build uses clang).
@@ -31,24 +31,41 @@ bool has_f16c() {
 #endif
 }
 
-Isa best_supported() {
+bool supported(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq");
+  switch (isa) {
 #if defined(FLASHATTN_CPU_AMX)
-  if (avx512 && amx_usable()) return Isa::Amx;
+    case Isa::Amx: return avx512 && amx_usable();
+    case Isa::Avx512Bf16: return avx512 && avx512_bf16_usable();
 #endif
-  if (avx512) return Isa::Avx512;
-  if (avx2) return Isa::Avx2;
+    case Isa::Avx512: return avx512;
+    case Isa::Avx2: return avx2;
+    case Isa::Scalar: return true;
+    default: return false;
+  }
+#else
+  return isa == Isa::Scalar;
 #endif
+}
+
+// The default order: AMX, AVX-512, AVX2, scalar. The AVX512-BF16 path runs
+// only when asked for: on the one CPU it was measured on (Sapphire Rapids
+// class, where VDPBF16PS issues at the rate of two FP32 FMAs) it was 0.7x the
+// AVX-512 path (bench/NOTES.md), and no CPU without AMX was at hand.
+Isa best_supported() {
+  for (Isa isa : {Isa::Amx, Isa::Avx512, Isa::Avx2})
+    if (supported(isa)) return isa;
   return Isa::Scalar;
 }
 
-// FLASHATTN_CPU_ISA=scalar|avx2|avx512|amx caps the choice (tests run every
-// path on one machine); a request above what the CPU has is lowered.
+// FLASHATTN_CPU_ISA=scalar|avx2|avx512|avx512_bf16|amx picks a path (tests
+// run every path on one machine): the one named when the CPU has it, else
+// the best default path below it.
 const KernelTable& select() {
   Isa isa = best_supported();
   if (const char* env = std::getenv("FLASHATTN_CPU_ISA")) {
@@ -56,13 +73,20 @@ const KernelTable& select() {
     if (!std::strcmp(env, "scalar")) want = Isa::Scalar;
     else if (!std::strcmp(env, "avx2")) want = Isa::Avx2;
     else if (!std::strcmp(env, "avx512")) want = Isa::Avx512;
+    else if (!std::strcmp(env, "avx512_bf16")) want = Isa::Avx512Bf16;
     else if (!std::strcmp(env, "amx")) want = Isa::Amx;
-    if (want < isa) isa = want;
+    if (supported(want)) {
+      isa = want;
+    } else {
+      for (Isa lower : {Isa::Avx512, Isa::Avx2, Isa::Scalar})
+        if (lower < want && supported(lower)) { isa = lower; break; }
+    }
   }
   switch (isa) {
 #if defined(__x86_64__) || defined(_M_X64)
 #if defined(FLASHATTN_CPU_AMX)
     case Isa::Amx: return kernels_amx();
+    case Isa::Avx512Bf16: return kernels_avx512bf16();
 #endif
     case Isa::Avx512: return kernels_avx512();
     case Isa::Avx2: return kernels_avx2();

@@ -17,8 +17,9 @@ size_t forward_workspace_bytes(const FwdParams& p) noexcept;
 size_t backward_workspace_bytes(const BwdParams& p) noexcept;
 
 // Name of the SIMD path forward()/backward() use now: "amx" (bf16 on AMX
-// tiles, other dtypes as "avx512"), "avx512", "avx2" or "scalar"
-// (FLASHATTN_CPU_ISA=scalar|avx2|avx512|amx caps it).
+// tiles, other dtypes as "avx512"), "avx512_bf16" (bf16 on VDPBF16PS, other
+// dtypes as "avx512"), "avx512", "avx2" or "scalar"
+// (FLASHATTN_CPU_ISA=scalar|avx2|avx512|avx512_bf16|amx caps it).
 const char* isa_name() noexcept;
 
 }  // namespace flashattn::detail::cpu

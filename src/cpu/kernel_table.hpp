@@ -27,7 +27,9 @@ const KernelTable& kernels_scalar();
 const KernelTable& kernels_avx2();
 const KernelTable& kernels_avx512();
 #if defined(FLASHATTN_CPU_AMX)
-const KernelTable& kernels_amx();  // bf16 on AMX tiles, the rest as kernels_avx512
+// bf16 on AMX tiles / on AVX512-BF16 dot products; other dtypes as kernels_avx512.
+const KernelTable& kernels_amx();
+const KernelTable& kernels_avx512bf16();
 #endif
 #endif
 

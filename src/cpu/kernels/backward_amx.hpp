@@ -19,7 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "amx_tiles.hpp"
+#include "bf16_gemm.hpp"
 #include "backward.hpp"
 
 namespace flashattn::detail::cpu::FA_ISA_NS {

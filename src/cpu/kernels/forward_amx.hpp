@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "amx_tiles.hpp"
+#include "bf16_gemm.hpp"
 #include "convert.hpp"
 #include "simd.hpp"
 #include "tile_mask.hpp"

@@ -17,7 +17,9 @@
 #ifndef FA_BC
 #define FA_BC 128
 #endif
-// FA_AMX: the translation unit runs bf16 GEMMs on AMX tiles (kernels_amx.cpp).
+// FA_AMX: the translation unit runs bf16 through forward_amx.hpp and
+// backward_amx.hpp, their GEMMs on AMX tiles (kernels_amx.cpp) or, with
+// FA_BF16_DOT, on AVX512-BF16 dot products (kernels_avx512bf16.cpp).
 #ifndef FA_AMX
 #define FA_AMX 0
 #endif

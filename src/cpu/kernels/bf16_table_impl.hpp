@@ -1,0 +1,47 @@
+// The kernel table of a bf16 pair-GEMM path (kernels_amx.cpp,
+// kernels_avx512bf16.cpp): bf16 runs forward_amx.hpp / backward_amx.hpp
+// compiled in this translation unit; fp32 and fp16 go to the AVX-512 kernels,
+// bit for bit (rounding their operands to bf16 would break their accuracy).
+// Included once by each, after it defines FA_ISA_NS, FA_ISA_NAME and
+// FA_KERNEL_TABLE_FN.
+#pragma once
+
+#include "backward_amx.hpp"
+#include "cpu/kernel_table.hpp"
+#include "forward.hpp"
+
+namespace flashattn::detail::cpu {
+namespace {
+
+bool pairs_fwd(const FwdParams& p) { return p.dtype == DType::BF16; }
+bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16; }
+
+int64_t fwd_tasks(const FwdParams& p) {
+  return pairs_fwd(p) ? FA_ISA_NS::forward_tasks(p) : kernels_avx512().forward_tasks(p);
+}
+int64_t bwd_tasks(const BwdParams& p) {
+  return pairs_bwd(p) ? FA_ISA_NS::backward_tasks(p) : kernels_avx512().backward_tasks(p);
+}
+size_t fwd_ws(const FwdParams& p, int nt) {
+  return pairs_fwd(p) ? FA_ISA_NS::forward_workspace_floats(p, nt)
+                      : kernels_avx512().forward_workspace_floats(p, nt);
+}
+size_t bwd_ws(const BwdParams& p, int nt) {
+  return pairs_bwd(p) ? FA_ISA_NS::backward_workspace_floats_amx(p, nt)
+                      : kernels_avx512().backward_workspace_floats(p, nt);
+}
+void fwd(const FwdParams& p, float* ws, int nt) {
+  pairs_fwd(p) ? FA_ISA_NS::forward(p, ws, nt) : kernels_avx512().forward(p, ws, nt);
+}
+void bwd(const BwdParams& p, float* ws, int nt) {
+  pairs_bwd(p) ? FA_ISA_NS::backward_amx(p, ws, nt) : kernels_avx512().backward(p, ws, nt);
+}
+
+}  // namespace
+
+const KernelTable& FA_KERNEL_TABLE_FN() {
+  static const KernelTable table = {FA_ISA_NAME, &fwd_tasks, &bwd_tasks, &fwd_ws, &bwd_ws, &fwd, &bwd};
+  return table;
+}
+
+}  // namespace flashattn::detail::cpu
