@@ -58,7 +58,9 @@ def main():
     ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--passes", default="fwd,bwd")
-    ap.add_argument("--impls", default="flashattn,sdpa_flash,sdpa_cudnn")
+    ap.add_argument("--impls", default="flashattn,sdpa_flash,sdpa_cudnn",
+                    help="comma list of flashattn, flashattn_det (deterministic backward), "
+                         "sdpa_flash, sdpa_cudnn")
     a = ap.parse_args()
     ints = lambda s: [int(x) for x in s.split(",") if x]
     sinks = [sys.stdout] + ([open(a.csv, "w")] if a.csv else [])
@@ -84,7 +86,10 @@ def main():
             q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
                        for _ in range(3))
             for causal in ints(a.causal):
-                impls = {"flashattn": lambda q, k, v, c: flashattn.flash_attn_func(q, k, v, causal=bool(c))}
+                impls = {"flashattn": lambda q, k, v, c: flashattn.flash_attn_func(q, k, v, causal=bool(c)),
+                         # deterministic=True: the backward's fixed dQ summation order
+                         "flashattn_det": lambda q, k, v, c: flashattn.flash_attn_func(
+                             q, k, v, causal=bool(c), deterministic=True)}
                 for name, be in backends.items():
                     def fn(q, k, v, c, be=be):
                         with sdpa_kernel([be]):

@@ -262,8 +262,8 @@ bool use_sm90(const FwdParams& p) {
 
 #ifdef FLASHATTN_WITH_SM90_BWD
 // The Hopper backward likewise (head_dim 128, fp16/bf16, no softcap, no
-// per-sequence lengths, no ALiBi / dropout); deterministic=true stays on the sm80 path, whose
-// separate dQ kernel has a fixed summation order.
+// per-sequence lengths, no ALiBi / dropout); deterministic=true orders its
+// dQ additions by key tile (sm90/bwd_kernel.cuh, bwd_dq_writer).
 bool use_sm90_bwd(const BwdParams& p) {
   static const bool disabled = [] {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");

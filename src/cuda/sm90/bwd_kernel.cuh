@@ -38,6 +38,7 @@
 #include <cstdint>
 
 #include "block_mask.cuh"
+#include "bwd_tile_order.hpp"
 #include "bwd_kernel_args.hpp"
 #include "bwd_ptx.cuh"
 #include "bwd_traits.cuh"
@@ -45,30 +46,6 @@
 #include "wgmma.cuh"
 
 namespace flashattn::detail::cuda::sm90 {
-
-// Query tiles [first, first + count) holding a row that sees one of the keys
-// [c0, c0 + keys): rows i with hi(i) > c0 and lo(i) < c0 + keys (both bounds
-// are non-decreasing in i).
-struct QueryTileRange {
-  int first, count;
-};
-
-template <int kBlockM>
-__device__ __forceinline__ QueryTileRange query_tile_range(const BlockMask& mask, int seqlen_q,
-                                                           int c0, int keys) {
-  int64_t i_lo = 0, i_hi = seqlen_q;
-  if (mask.right >= 0) {
-    const int64_t v = static_cast<int64_t>(c0) - mask.offset - mask.right;
-    i_lo = v > i_lo ? v : i_lo;
-  }
-  if (mask.left >= 0) {
-    const int64_t v = static_cast<int64_t>(c0) + keys - mask.offset + mask.left;
-    i_hi = v < i_hi ? v : i_hi;
-  }
-  if (i_lo >= i_hi) return {0, 0};
-  const int first = static_cast<int>(i_lo / kBlockM);
-  return {first, static_cast<int>((i_hi + kBlockM - 1) / kBlockM) - first};
-}
 
 // Accumulator [64 x N] -> register-A fragments: k-step kk takes columns
 // 16kk..16kk+15 = n8 blocks 2kk, 2kk+1 (as the forward's convert_p).
@@ -82,6 +59,14 @@ __device__ __forceinline__ void to_a_frags(const float (&x)[N / 2], uint32_t (&f
     f[kk][3] = E::pack(x[8 * kk + 6], x[8 * kk + 7]);
   }
 }
+
+// In deterministic mode with a right mask bound (causal, windows) the grid
+// runs backwards over the key tiles (BwdKernelArgs::kv_tile_step = -1): the
+// adds to a query tile then go from the last key tile that visits it down to
+// the first, which lets every CTA start at once (key tile n's query range
+// starts later than n - 1's, so the CTAs it waits for, n + 1 ..., reach a
+// query tile earlier in their own loops). Either way a CTA waits only for
+// CTAs of lower block index, which were scheduled first: no cycle.
 
 template <class T>
 struct BwdStep {
@@ -150,11 +135,12 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
 // laid out as the tile's, padding included; padding query rows add zeros to
 // padding rows). Once the previous step's reduce-add has read its tile, that
 // tile goes back to the consumers for step it + 1. Each tile's first
-// hand-back is given up front; none beyond the last step.
+// hand-back is given up front; none beyond the last step. In deterministic
+// mode the adds to each query tile are ordered by key tile (dq_order).
 template <class T>
-__device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm, int hk,
-                                              int b, int total, const QueryTileRange& qr,
-                                              int lane) {
+__device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
+                                              const BlockMask& mask, int hk, int b, int kv_tile,
+                                              int total, const QueryTileRange& qr, int lane) {
   static_assert(T::kDQStages == 2, "the hand-back below assumes two staging tiles");
   constexpr int kHeadDim = T::kHeadDim, kPad = T::kDQStride - kHeadDim;
   // The consumers never write the padding columns: zero them once, so the
@@ -178,11 +164,30 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
     const int t = it % T::kDQStages;
     named_barrier_sync(T::kBarDQFull + t, T::kDQSyncThreads);
     if (lane == 0) {
-      float* tile = a.dq_accum + ((static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad +
-                                  st.m0) * T::kDQStride;
-      bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
-      tma_store_commit();
-      if (it >= 1) bulk_wait_read<1>();  // step it - 1's reduce-add has read tile 1 - t
+      const int64_t bh = static_cast<int64_t>(b) * a.heads_q + st.head;
+      float* tile = a.dq_accum + (bh * a.seqlen_q_pad + st.m0) * T::kDQStride;
+      if (a.deterministic) {
+        // Wait for this CTA's turn on the tile (the key tiles before it in
+        // the grid's order have added theirs; key_tiles_reversed), add, wait
+        // for the add to complete, pass the turn on.
+        const int mt = st.m0 / T::kBlockM;
+        int* order = a.dq_order + bh * (a.seqlen_q_pad / T::kBlockM) + mt;
+        const KeyTileRun run =
+            key_tiles_of_query_tile<T::kBlockM, T::kBlockN>(mask, a.seqlen_q, a.seqlen_k, mt);
+        const int rank = a.kv_tile_step < 0 ? run.last - kv_tile : kv_tile - run.first;
+        while (ld_acquire_gpu(order) != rank) {
+        }
+        fence_proxy_async_global();  // the acquire before the async-proxy add
+        bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
+        tma_store_commit();
+        bulk_wait_all();
+        fence_proxy_async_global();  // the completed add before the release
+        st_release_gpu(order, rank + 1);
+      } else {
+        bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
+        tma_store_commit();
+        if (it >= 1) bulk_wait_read<1>();  // step it - 1's reduce-add has read tile 1 - t
+      }
     }
     __syncwarp();
     if (it >= 1 && it + 1 < total) {
@@ -413,7 +418,8 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
   auto work = [&](int& hk, int& b, int& c0, BlockMask& mask, QueryTileRange& qr) {
     hk = static_cast<int>(blockIdx.y);
     b = static_cast<int>(blockIdx.z);
-    c0 = static_cast<int>(blockIdx.x) * T::kBlockN;
+    const int kv_tile = a.kv_tile_base + a.kv_tile_step * static_cast<int>(blockIdx.x);
+    c0 = kv_tile * T::kBlockN;
     mask = BlockMask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
     qr = query_tile_range<T::kBlockM>(mask, a.seqlen_q, c0, min(T::kBlockN, a.seqlen_k - c0));
     return qr.count * a.group;  // steps
@@ -428,7 +434,8 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
       bwd_producer<T>(a, sm, hk, b, c0, total, qr, static_cast<int>(threadIdx.x));
     } else if (threadIdx.x < 64) {
       total = work(hk, b, c0, mask, qr);
-      bwd_dq_writer<T>(a, sm, hk, b, total, qr, static_cast<int>(threadIdx.x) - 32);
+      bwd_dq_writer<T>(a, sm, mask, hk, b, c0 / T::kBlockN, total, qr,
+                       static_cast<int>(threadIdx.x) - 32);
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();

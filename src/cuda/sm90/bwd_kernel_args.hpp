@@ -34,6 +34,15 @@ struct BwdKernelArgs {
   const float* lse2;
   const float* dsum;
   float* dq_accum;
+  // Deterministic mode: one counter per (batch, query head, query tile),
+  // [B, Hq, seqlen_q_pad / kBwdBlockM], zeroed; the key tiles add to a query
+  // tile in increasing order, each when the counter equals its rank.
+  int* dq_order;
+  int deterministic;
+  // The CTA with blockIdx.x = x handles key tile kv_tile_base + kv_tile_step
+  // * x: (0, 1), or (tiles - 1, -1) in deterministic mode with a right mask
+  // bound (bwd_kernel.cuh, before bwd_dq_writer).
+  int kv_tile_base, kv_tile_step;
   void* dk;  // written from registers: base pointers and strides in elements
   void* dv;
   int64_t dk_stride_batch, dk_stride_seq, dk_stride_head;

@@ -23,6 +23,13 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
                           T::kDQStride * sizeof(float);
   cudaError_t e = cudaMemsetAsync(prep.dq_accum, 0, dq_bytes, stream);
   if (e != cudaSuccess) return fail("cudaMemsetAsync", e);
+  if (args.deterministic) {
+    const size_t order_bytes = static_cast<size_t>(prep.batch) * prep.heads_q *
+                               (prep.seqlen_q_pad / T::kBlockM) * sizeof(int);
+    if ((e = cudaMemsetAsync(args.dq_order, 0, order_bytes, stream)) != cudaSuccess) {
+      return fail("cudaMemsetAsync", e);
+    }
+  }
   const int64_t rows = static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad;
   bwd_sm90_preprocess<Element><<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);

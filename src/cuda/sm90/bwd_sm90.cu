@@ -39,10 +39,12 @@ Status check_device(int device) {
 }
 
 // Byte layout of the workspace: lse2 [B, Hq, Sqp], dsum [B, Hq, Sqp], dQ
-// accumulator [B, Hq, Sqp, head_dim + kBwdDQPad]; every part 256-byte aligned.
+// accumulator [B, Hq, Sqp, head_dim + kBwdDQPad], then the deterministic
+// mode's counters [B, Hq, Sqp / kBwdBlockM] (zeroed with the accumulator);
+// every part 256-byte aligned.
 struct Layout {
   int64_t sq_pad = 0;
-  size_t lse2 = 0, dsum = 0, dq = 0, total = 0;
+  size_t lse2 = 0, dsum = 0, dq = 0, order = 0, total = 0;
 };
 Layout layout(const BwdParams& p) {
   Layout l;
@@ -52,7 +54,8 @@ Layout layout(const BwdParams& p) {
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
-  l.total = l.dq + bh * l.sq_pad * (p.head_dim + kBwdDQPad) * sizeof(float);
+  l.order = l.dq + (bh * l.sq_pad * (p.head_dim + kBwdDQPad) * sizeof(float) + 255) / 256 * 256;
+  l.total = l.order + bh * (l.sq_pad / kBwdBlockM) * sizeof(int);
   return l;
 }
 
@@ -63,7 +66,6 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
     return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: 128)");
   }
   if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
-  if (p.deterministic) return unsupported("deterministic mode runs on the sm80 kernels");
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return unsupported("scale must be positive and finite");
   if (p.batch <= 0 || p.heads_q <= 0 || p.seqlen_q <= 0 || p.seqlen_k <= 0) {
     return unsupported("empty problem (the sm80 path handles it)");
@@ -141,6 +143,12 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     args.lse2 = reinterpret_cast<const float*>(ws + l.lse2);
     args.dsum = reinterpret_cast<const float*>(ws + l.dsum);
     args.dq_accum = reinterpret_cast<float*>(ws + l.dq);
+    args.dq_order = reinterpret_cast<int*>(ws + l.order);
+    args.deterministic = p.deterministic ? 1 : 0;
+    const int kv_tiles = static_cast<int>((p.seqlen_k + kBwdBlockN - 1) / kBwdBlockN);
+    const bool reversed = p.deterministic && args.window_right >= 0;
+    args.kv_tile_base = reversed ? kv_tiles - 1 : 0;
+    args.kv_tile_step = reversed ? -1 : 1;
 
     BwdPrepArgs prep{};
     prep.o = p.out;
