@@ -8,6 +8,7 @@
 #   bench/gpu/h200_run.sh python  pytest with CUDA tensors, GPT-block example
 #   bench/gpu/h200_run.sh bench   flashattn vs torch SDPA flash/cuDNN, DESIGN.md grid
 #   bench/gpu/h200_run.sh sanitize | final   (sanitizers alone | all, time-boxed order)
+#   bench/gpu/h200_run.sh release            (sweep, backward vs peers, pytest, varlen, decode call cost)
 #   bench/gpu/h200_run.sh sanitize_all  all four sanitizers over every kernel family
 #                                 (varlen, KV cache, split-KV, sm90 bwd, ring, d192, ...)
 #                                 plus an ncu check that every kernel was launched
@@ -98,6 +99,30 @@ stage_final() {
   stage_bench "$@"
   stage_sanitize
   stage_python
+}
+
+# A session's closing run, in the order that matters when device time runs
+# out, each part time-boxed: the GPU sweep (default dispatch), the backward
+# against the peers at every head dim plus the deterministic backward at
+# head_dim 128, pytest on CUDA tensors, varlen-vs-padded prefill, the decode
+# call cost. The sanitizers (sanitize_all) take a call of their own.
+stage_release() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "== GPU sweep, default dispatch =="
+  timeout ${FA_T_SWEEP:-200} "$T" --gtest_brief=1 > "$out/gpu-sweep.log" 2>&1
+  echo "rc=$?"
+  grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/gpu-sweep.log" | head -n 40
+  echo "== backward against the peers (every head dim), then the deterministic backward =="
+  timeout ${FA_T_BENCH:-240} python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers-bwd.csv" \
+    --passes bwd 2>&1 | tail -n 80
+  timeout 90 python3 "$root/bench/gpu/bench_peers.py" "$out/h200-det.csv" --passes bwd \
+    --hdims 128 --impls flashattn_det 2>&1 | grep -v "^#" | tail -n 14
+  echo "== pytest on CUDA tensors =="
+  timeout ${FA_T_PYTEST:-180} python3 -m pytest -q -x "$root/python/tests" 2>&1 | tail -n 15
+  echo "== varlen vs padded prefill =="
+  FA_T_VARLEN=${FA_T_VARLEN:-150} stage_varlen_bench
+  echo "== decode call cost =="
+  FA_T_OVERHEAD=${FA_T_OVERHEAD:-90} stage_call_overhead
 }
 
 stage=${1:-tests}
