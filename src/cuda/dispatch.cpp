@@ -360,24 +360,13 @@ Status backward_padded(const BwdParams& p) {
   }
 }
 
-// Zero rows [0, rows) of every head of a [.., S, H, D] gradient (a sequence
-// without keys or queries has zero gradients there).
-Status zero_rows(void* base, const Strides& st, int64_t rows, int64_t heads, int64_t d, size_t es,
-                 cudaStream_t stream) {
-  if (rows == 0) return Status::Ok();
-  for (int64_t h = 0; h < heads; ++h) {
-    char* p = static_cast<char*>(base) + h * st.head * es;
-    FA_CUDA_TRY(cudaMemset2DAsync(p, rows > 1 ? st.seq * es : d * es, 0, d * es, rows, stream));
-  }
-  return Status::Ok();
-}
-
-// Varlen backward: one padded backward per sequence, because neither
-// backward kernel (sm80, sm90) has per-sequence lengths yet. cu_seqlens are
-// read to the host with one synchronising copy (so this path cannot be
-// captured in a CUDA graph, unlike the varlen forward), and each sequence's
-// LSE rows are compacted from the packed [Hq, total_q] LSE into the
-// [Hq, len_q] layout those kernels read.
+// Varlen backward: the sm80 kernels read cu_seqlens on the device (each
+// block its own sequence's offsets; sm80/bwd_seq.cuh), so one launch of each
+// backward kernel covers the packed batch: no host copy of the offsets, no
+// synchronisation (graph-capturable, like the varlen forward), no
+// per-sequence loop. The LSE stays in its packed [Hq, total_q] layout, and
+// the D / dQ-accumulator workspaces use the same rows. The Hopper backward has
+// no per-sequence lengths: varlen runs on the sm80 kernels on every GPU.
 Status backward_varlen(const BwdParams& p) {
   // Everything checkable up front, so that an unsupported call writes nothing.
   Kernels k;
@@ -387,48 +376,32 @@ Status backward_varlen(const BwdParams& p) {
   if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, p.seqlen_q, p.heads_q);
   if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, p.seqlen_k, p.heads_kv);
   if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, p.seqlen_k, p.heads_kv);
+  // The kernels step the packed rows of every sequence, not only the rows of
+  // the longest one: the row strides must allow 16-byte loads whenever the
+  // packed tensor can hold two rows (a sequence's first row is at
+  // cu_seqlens[b] * stride). q's side has total_q rows; k's side at least
+  // max_seqlen_k, and up to one row per sequence when that is 1.
+  const int64_t rows_q = std::max(p.seqlen_q, p.total_q), rows_k = std::max(p.seqlen_k, p.batch);
+  if (s.ok()) s = check_alignment("q", p.q, p.q_str, p.batch, rows_q, p.heads_q);
+  if (s.ok()) s = check_alignment("out", p.out, p.o_str, p.batch, rows_q, p.heads_q);
+  if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, rows_q, p.heads_q);
+  if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, rows_q, p.heads_q);
+  if (s.ok()) s = check_alignment("k", p.k, p.k_str, p.batch, rows_k, p.heads_kv);
+  if (s.ok()) s = check_alignment("v", p.v, p.v_str, p.batch, rows_k, p.heads_kv);
+  if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, rows_k, p.heads_kv);
+  if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, rows_k, p.heads_kv);
   if (!s.ok()) return s;
   DeviceGuard guard;
   s = guard.enter(p.device_index);
   if (!s.ok()) return s;
   s = check_device(p.device_index, std::max(k.bwd_smem, k.dq_smem), "the backward");
   if (!s.ok()) return s;
-  const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  const size_t n = static_cast<size_t>(p.batch) + 1;
-  std::vector<int32_t> cu_q(n), cu_k(n);
-  FA_CUDA_TRY(cudaMemcpyAsync(cu_q.data(), p.cu_seqlens_q, n * 4, cudaMemcpyDeviceToHost, stream));
-  FA_CUDA_TRY(cudaMemcpyAsync(cu_k.data(), p.cu_seqlens_k, n * 4, cudaMemcpyDeviceToHost, stream));
-  FA_CUDA_TRY(cudaStreamSynchronize(stream));
-  BwdParams h = p;  // the same params with host copies of the offsets
-  h.cu_seqlens_q = cu_q.data();
-  h.cu_seqlens_k = cu_k.data();
-  int64_t most = 0;
-  for (int64_t b = 0; b < p.batch; ++b) most = std::max<int64_t>(most, cu_q[b + 1] - cu_q[b]);
-  Workspace lse_ws;
-  s = lse_ws.alloc(static_cast<size_t>(p.heads_q * most) * sizeof(float), p.device_index, stream);
+  Workspace ws;
+  s = ws.alloc(sm80::bwd_workspace(p, sm80::tile_head_dim(p.head_dim)).total, p.device_index,
+               static_cast<cudaStream_t>(p.stream));
   if (!s.ok()) return s;
-  const size_t es = p.dtype == DType::F32 ? 4 : 2;
-  for (int64_t b = 0; b < p.batch && s.ok(); ++b) {
-    const SeqLens sl = seq_lens(h, b);
-    BwdParams sp = sequence_params(h, b, sl);
-    if (sl.len_q == 0 || sl.len_k == 0) {
-      if (sl.len_q == 0) {
-        s = zero_rows(sp.dk, sp.dk_str, sl.len_k, p.heads_kv, p.head_dim, es, stream);
-        if (s.ok()) s = zero_rows(sp.dv, sp.dv_str, sl.len_k, p.heads_kv, p.head_dim, es, stream);
-      } else {
-        s = zero_rows(sp.dq, sp.dq_str, sl.len_q, p.heads_q, p.head_dim, es, stream);
-      }
-      continue;
-    }
-    float* lse = static_cast<float*>(lse_ws.get());
-    FA_CUDA_TRY(cudaMemcpy2DAsync(lse, sl.len_q * sizeof(float), sp.lse, p.lse_head_stride * sizeof(float),
-                                  sl.len_q * sizeof(float), p.heads_q, cudaMemcpyDeviceToDevice, stream));
-    sp.lse = lse;
-    sp.lse_batch_stride = p.heads_q * sl.len_q;
-    sp.lse_head_stride = sl.len_q;
-    s = backward_padded(sp);
-  }
-  const Status r = lse_ws.release();
+  s = k.bwd(p, ws.get());
+  const Status r = ws.release();
   return s.ok() ? r : s;
 }
 

@@ -5,6 +5,9 @@
 // with each warp owning 16 whole rows (dS goes from C to A fragments in
 // registers, as P does in the forward). No atomics: bit-identical across
 // runs, at the cost of recomputing S and dP once more than the main kernel.
+// Varlen (SEQ, or VAR at run time; bwd_seq.cuh): the grid covers the query
+// tiles of the longest sequence and blocks past their sequence's end exit; a
+// sequence without keys gets dQ = 0 (no key tile to visit).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include "common/ptx.cuh"
 #include "common/smem_tile.cuh"
 #include "common/warp_mma.cuh"
+#include "sm80/bwd_seq.cuh"
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
 #include "sm80/variants.cuh"
@@ -20,7 +24,8 @@
 namespace flashattn::detail::cuda::sm80 {
 
 // VAR: ALiBi and dropout (variants.cuh), as in bwd_kernel's bwd_p_ds.
-template <class T, int D, bool VAR = false>
+// SEQ: varlen batches (the VAR kernel takes them at run time as well).
+template <class T, int D, bool VAR = false, bool SEQ = false>
 __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs a) {
   using Cfg = DqCfg<D>;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32, ST = Cfg::KV_STAGES;
@@ -39,18 +44,25 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
   const int g = lane >> 2, t = lane & 3;
   const int m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / a.group;
-  const int Sq = a.seqlen_q;
-  const int r0 = m_block * BM, rows = min(BM, Sq - r0);
+  constexpr bool kSeq = SEQ || VAR;
+  const BwdSeq seq = bwd_seq<kSeq>(a, b);
+  const WindowMask& mask = kSeq ? seq.mask : a.mask;
+  const int Sq = seq.len_q, Sk = seq.len_k;
+  const int r0 = m_block * BM;
+  if constexpr (kSeq) {
+    if (r0 >= Sq) return;  // past this sequence's queries (the grid covers the longest)
+  }
+  const int rows = min(BM, Sq - r0);
   const int wrow = warp * MT * 16;
 
   const T* qbase = static_cast<const T*>(a.q.ptr);
   const T* kbase = static_cast<const T*>(a.k.ptr);
   const T* vbase = static_cast<const T*>(a.v.ptr);
   const T* dobase = static_cast<const T*>(a.dout.ptr);
-  const T* gK = kbase + b * a.k.sb + hk * a.k.sh;
-  const T* gV = vbase + b * a.v.sb + hk * a.v.sh;
+  const T* gK = kbase + b * a.k.sb + static_cast<int64_t>(seq.k_off) * a.k.ss + hk * a.k.sh;
+  const T* gV = vbase + b * a.v.sb + static_cast<int64_t>(seq.k_off) * a.v.ss + hk * a.v.sh;
 
-  const KeyRange kr = a.mask.keys(r0, r0 + rows);
+  const KeyRange kr = mask.keys(r0, r0 + rows);
   int n_begin = 0, n_end = 0;
   if (!kr.empty()) {
     n_begin = static_cast<int>(kr.begin / BN);
@@ -58,22 +70,21 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
   }
   auto load_kv = [&](int n, int st) {
     const int c0 = n * BN;
-    load_tile_async<LK, NTHREADS>(sK0 + st * LK::kSize, gK + static_cast<int64_t>(c0) * a.k.ss, a.k.ss,
-                                  a.seqlen_k - c0, a.d, kbase, tid);
-    load_tile_async<LK, NTHREADS>(sV0 + st * LK::kSize, gV + static_cast<int64_t>(c0) * a.v.ss, a.v.ss,
-                                  a.seqlen_k - c0, a.d, vbase, tid);
+    load_tile_async<LK, NTHREADS>(sK0 + st * LK::kSize, gK + static_cast<int64_t>(c0) * a.k.ss, a.k.ss, Sk - c0,
+                                  a.d, kbase, tid);
+    load_tile_async<LK, NTHREADS>(sV0 + st * LK::kSize, gV + static_cast<int64_t>(c0) * a.v.ss, a.v.ss, Sk - c0,
+                                  a.d, vbase, tid);
   };
 
-  load_tile_async<LQ, NTHREADS>(sQ, qbase + b * a.q.sb + static_cast<int64_t>(r0) * a.q.ss + h * a.q.sh, a.q.ss,
-                                rows, a.d, qbase, tid);
-  load_tile_async<LQ, NTHREADS>(
-      sdO, dobase + b * a.dout.sb + static_cast<int64_t>(r0) * a.dout.ss + h * a.dout.sh, a.dout.ss, rows, a.d,
-      dobase, tid);
+  const int64_t qr0 = seq.q_off + r0;  // first query row of the block
+  load_tile_async<LQ, NTHREADS>(sQ, qbase + b * a.q.sb + qr0 * a.q.ss + h * a.q.sh, a.q.ss, rows, a.d, qbase, tid);
+  load_tile_async<LQ, NTHREADS>(sdO, dobase + b * a.dout.sb + qr0 * a.dout.ss + h * a.dout.sh, a.dout.ss, rows, a.d,
+                                dobase, tid);
   if (n_begin < n_end) load_kv(n_begin, 0);
   cp_async_commit();
 
   float l2[MT][2], dd[MT][2];
-  const int64_t rowbase = (static_cast<int64_t>(b) * a.heads_q + h) * Sq;
+  const int64_t rowbase = bwd_row0<kSeq>(a, seq, b, h);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -125,7 +136,7 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
     gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(s, sQ, wrow, cK, 0, lane);
     gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(dp, sdO, wrow, cV, 0, lane);
 
-    const bool full = a.mask.tile_full(r0, r0 + rows, c0, c0 + BN);
+    const bool full = mask.tile_full(r0, r0 + rows, c0, c0 + BN);
     [[maybe_unused]] uint64_t keep = 0;
     if constexpr (VAR) {
       if (a.dropout) keep = row_keep_mask<MT, NT>(a, drop_bh, r0 + wrow, c0, lane);
@@ -136,7 +147,7 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
       for (int hh = 0; hh < 2; ++hh) {
         int lo = 0, hi = BN;
         if (!full) {
-          const KeyRange k = a.mask.keys(r0 + wrow + mt * 16 + g + 8 * hh);
+          const KeyRange k = mask.keys(r0 + wrow + mt * 16 + g + 8 * hh);
           lo = static_cast<int>(k.begin - c0);
           hi = static_cast<int>(k.end - c0);
         }
@@ -147,7 +158,7 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
             const int idx = 2 * hh + e, col = nt * 8 + 2 * t + e;
             float ds;
             if constexpr (VAR) {
-              const int rp = r0 + wrow + mt * 16 + g + 8 * hh + static_cast<int>(a.mask.offset);
+              const int rp = r0 + wrow + mt * 16 + g + 8 * hh + static_cast<int>(mask.offset);
               const float bias = alibi_bias(slope_unit, rp, c0 + col);
               float z = 1.f;
               if (a.dropout) z = keep_at(keep, mt * NT + nt, idx) ? a.keep_scale : 0.f;
@@ -194,8 +205,7 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
       for (int e = 0; e < 4; ++e) dq[mt][dt][e] *= a.scale;
   store_c<LQ, T>(sQ, dq, wrow, 0, lane);  // own rows only, as in the forward
   __syncthreads();
-  T* gdQ = static_cast<T*>(const_cast<void*>(a.dq.ptr)) + b * a.dq.sb + static_cast<int64_t>(r0) * a.dq.ss +
-           h * a.dq.sh;
+  T* gdQ = static_cast<T*>(const_cast<void*>(a.dq.ptr)) + b * a.dq.sb + qr0 * a.dq.ss + h * a.dq.sh;
   store_tile<LQ, NTHREADS>(gdQ, a.dq.ss, sQ, rows, a.d, tid);
 }
 

@@ -15,6 +15,11 @@
 // Query tiles no key of the block sees are skipped; the mask runs only on
 // tiles it cuts. Softcap: P uses cap*tanh(s*scale/cap), and dS carries the
 // chain-rule factor 1 - tanh^2.
+//
+// Varlen (SEQ, or VAR at run time; bwd_seq.cuh): the grid covers the key
+// tiles of the longest sequence; a block whose key tile starts past its
+// sequence's keys exits, the others read their sequence's rows only (tiles
+// are zero-filled past the sequence's end, never read from the next one).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +28,7 @@
 #include "common/ptx.cuh"
 #include "common/smem_tile.cuh"
 #include "common/warp_mma.cuh"
+#include "sm80/bwd_seq.cuh"
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
 #include "sm80/variants.cuh"
@@ -81,8 +87,9 @@ __device__ __forceinline__ void gemm_ss_pair(float (&c1)[MT][NT][4], const T* sA
 // is unchanged: rowsum(P o dP) = rowsum(P~ o dP~)).
 template <bool SOFTCAP, bool FULL, bool VAR = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][NT][4], const float* sLSE,
-                                         const float* sDD, const BwdArgs& a, int m0, int c0, int sk0, int sq0,
-                                         int g, int t, float slope_unit = 0.f, uint32_t drop_bh = 0) {
+                                         const float* sDD, const BwdArgs& a, const WindowMask& mask, int m0,
+                                         int c0, int sk0, int sq0, int g, int t, float slope_unit = 0.f,
+                                         uint32_t drop_bh = 0) {
   [[maybe_unused]] const int lane = 4 * g + t;
   [[maybe_unused]] uint64_t keep = 0;
   if constexpr (VAR) {
@@ -99,7 +106,7 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
       const float l2 = lse == -INFINITY ? INFINITY : lse * kLog2e;
       int lo = 0, hi = 0;  // keys this query sees, relative to c0
       if constexpr (!FULL) {
-        const KeyRange kr = a.mask.keys(m0 + qc + e);
+        const KeyRange kr = mask.keys(m0 + qc + e);
         lo = static_cast<int>(kr.begin - c0);
         hi = static_cast<int>(kr.end - c0);
       }
@@ -111,7 +118,7 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
           float p, ds;
           if constexpr (VAR) {
             const int key = c0 + sk0 + mt * 16 + g + 8 * hh;
-            const float bias = alibi_bias(slope_unit, m0 + qc + e + static_cast<int>(a.mask.offset), key);
+            const float bias = alibi_bias(slope_unit, m0 + qc + e + static_cast<int>(mask.offset), key);
             float z = 1.f;
             if (a.dropout) z = keep_at(keep, mt * NT + nt, idx) ? a.keep_scale : 0.f;
             if constexpr (SOFTCAP) {
@@ -143,10 +150,12 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
   }
 }
 
-// VAR: ALiBi / dropout (bwd_p_ds); launched with DET = false for both modes,
-// the dQ atomics then switched at run time (a.dq_accum == nullptr when
-// deterministic), so that the variants add one instantiation, not two.
-template <class T, int D, bool DET, bool BIG_SMEM = false, bool VAR = false>
+// VAR: ALiBi / dropout (bwd_p_ds); SEQ: varlen batches (bwd_seq.cuh). Both
+// are launched with DET = false for both modes, the dQ atomics then switched
+// at run time (a.dq_accum == nullptr when deterministic), so that each adds
+// one instantiation, not two. The VAR kernel handles varlen batches too (a
+// run-time switch on a.cu_q): ALiBi / dropout with varlen need no third one.
+template <class T, int D, bool DET, bool BIG_SMEM = false, bool VAR = false, bool SEQ = false>
 __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const BwdArgs a) {
   using Cfg = BwdCfg<D, BIG_SMEM>;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32, QBUF = Cfg::QBUF;
@@ -176,18 +185,25 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
   const int hk = static_cast<int>(blockIdx.x % a.heads_kv);  // key-tile-major: see bwd_blocks
   const int b = static_cast<int>((blockIdx.x / a.heads_kv) % a.batch);
   const int n_block = static_cast<int>(blockIdx.x / a.heads_kv / a.batch);
-  const int Sq = a.seqlen_q;
-  const int c0 = n_block * BN, keys = min(BN, a.seqlen_k - c0);
+  constexpr bool kSeq = SEQ || VAR;
+  const BwdSeq seq = bwd_seq<kSeq>(a, b);
+  const WindowMask& mask = kSeq ? seq.mask : a.mask;
+  const int Sq = seq.len_q;
+  const int c0 = n_block * BN;
+  if constexpr (kSeq) {
+    if (c0 >= seq.len_k) return;  // past this sequence's keys (the grid covers the longest)
+  }
+  const int keys = min(BN, seq.len_k - c0);
 
   // Query rows i that see a key in [c0, c0 + keys): keys(i).end > c0 and
   // keys(i).begin < c0 + keys (both bounds are non-decreasing in i).
   int64_t i_lo = 0, i_hi = Sq;
-  if (a.mask.right >= 0) {
-    const int64_t v = c0 - a.mask.offset - a.mask.right;
+  if (mask.right >= 0) {
+    const int64_t v = c0 - mask.offset - mask.right;
     i_lo = v > i_lo ? v : i_lo;
   }
-  if (a.mask.left >= 0) {
-    const int64_t v = static_cast<int64_t>(c0) + keys - a.mask.offset + a.mask.left;
+  if (mask.left >= 0) {
+    const int64_t v = static_cast<int64_t>(c0) + keys - mask.offset + mask.left;
     i_hi = v < i_hi ? v : i_hi;
   }
   int m_first = 0, m_count = 0;
@@ -204,28 +220,25 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
 
   auto load_q = [&](int hq, int m0, int buf) {
     const int rows = min(BM, Sq - m0);
-    load_tile_async<LQ, NTHREADS>(sQ0 + buf * LQ::kSize,
-                                  qbase + b * a.q.sb + static_cast<int64_t>(m0) * a.q.ss + hq * a.q.sh, a.q.ss,
+    const int64_t qr = seq.q_off + m0;  // packed row (varlen) or row of batch entry b
+    load_tile_async<LQ, NTHREADS>(sQ0 + buf * LQ::kSize, qbase + b * a.q.sb + qr * a.q.ss + hq * a.q.sh, a.q.ss,
                                   rows, a.d, qbase, tid);
-    load_tile_async<LQ, NTHREADS>(
-        sdO0 + buf * LQ::kSize,
-        dobase + b * a.dout.sb + static_cast<int64_t>(m0) * a.dout.ss + hq * a.dout.sh, a.dout.ss, rows, a.d,
-        dobase, tid);
+    load_tile_async<LQ, NTHREADS>(sdO0 + buf * LQ::kSize, dobase + b * a.dout.sb + qr * a.dout.ss + hq * a.dout.sh,
+                                  a.dout.ss, rows, a.d, dobase, tid);
     // LSE and D rows travel with Q and dO (cp.async, no register round trip:
     // a plain load here stalled the loading warps for a DRAM latency every step).
     if (tid < 2 * BM) {
       const int r = tid % BM, i = m0 + r;
-      const int64_t idx = (static_cast<int64_t>(b) * a.heads_q + hq) * Sq + i;
+      const int64_t idx = bwd_row0<kSeq>(a, seq, b, hq) + i;
       const float* src = tid < BM ? a.lse : a.dsum;
       float* dst = (tid < BM ? sLSE : sDD) + buf * BM + r;
       cp_async_4(dst, i < Sq ? src + idx : src, i < Sq);
     }
   };
 
-  load_tile_async<LK, NTHREADS>(sK, kbase + b * a.k.sb + static_cast<int64_t>(c0) * a.k.ss + hk * a.k.sh, a.k.ss,
-                                keys, a.d, kbase, tid);
-  load_tile_async<LK, NTHREADS>(sV, vbase + b * a.v.sb + static_cast<int64_t>(c0) * a.v.ss + hk * a.v.sh, a.v.ss,
-                                keys, a.d, vbase, tid);
+  const int64_t kr0 = seq.k_off + c0;  // first key row of the block
+  load_tile_async<LK, NTHREADS>(sK, kbase + b * a.k.sb + kr0 * a.k.ss + hk * a.k.sh, a.k.ss, keys, a.d, kbase, tid);
+  load_tile_async<LK, NTHREADS>(sV, vbase + b * a.v.sb + kr0 * a.v.ss + hk * a.v.sh, a.v.ss, keys, a.d, vbase, tid);
   // Steps walk the query tiles of one head, then the next head of the group,
   // each block starting at its own tile (n_block mod m_count): the blocks of
   // one wave then add into different dQ rows instead of all into the same
@@ -266,7 +279,7 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
     const T* cQ = sQ0 + buf * LQ::kSize;
     const T* cdO = sdO0 + buf * LQ::kSize;
 
-    const bool full = a.mask.tile_full(m0, min(m0 + BM, Sq), c0, c0 + BN);
+    const bool full = mask.tile_full(m0, min(m0 + BM, Sq), c0, c0 + BN);
     const float* cLSE = sLSE + buf * BM;
     const float* cDD = sDD + buf * BM;
     float s[S_MT][S_NT][4], dp[S_MT][S_NT][4];
@@ -287,25 +300,25 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
       const uint32_t bh = drop_row(a, b, hq);
       if (a.softcap > 0.f) {
         if (full)
-          bwd_p_ds<true, true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+          bwd_p_ds<true, true, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t, slope_unit, bh);
         else
-          bwd_p_ds<true, false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+          bwd_p_ds<true, false, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t, slope_unit, bh);
       } else {
         if (full)
-          bwd_p_ds<false, true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+          bwd_p_ds<false, true, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t, slope_unit, bh);
         else
-          bwd_p_ds<false, false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t, slope_unit, bh);
+          bwd_p_ds<false, false, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t, slope_unit, bh);
       }
     } else if (a.softcap > 0.f) {
       if (full)
-        bwd_p_ds<true, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+        bwd_p_ds<true, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t);
       else
-        bwd_p_ds<true, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+        bwd_p_ds<true, false>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t);
     } else {
       if (full)
-        bwd_p_ds<false, true>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+        bwd_p_ds<false, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t);
       else
-        bwd_p_ds<false, false>(s, dp, cLSE, cDD, a, m0, c0, sk0, sq0, g, t);
+        bwd_p_ds<false, false>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t);
     }
     store_c<LP, T>(sP, s, sk0, sq0, lane);
     store_c<LP, T>(sdS, dp, sk0, sq0, lane);
@@ -314,12 +327,12 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
     // dQ first: its reductions then drain to L2 while the dV and dK products
     // run, instead of queueing in front of the next step's shared loads.
     if constexpr (!DET) {
-      if (!VAR || a.dq_accum != nullptr) {
+      if (!(VAR || SEQ) || a.dq_accum != nullptr) {
       // In chunks of 4 n-tiles (3 at head dim 192): at head dim 256 the
       // whole 32 x 64 warp tile next to dK and dV spilled.
       constexpr int CH = DQ_NT <= 4 ? DQ_NT : DQ_NT % 4 == 0 ? 4 : DQ_NT / 2;
       static_assert(DQ_NT % CH == 0, "dQ chunks");
-      float* acc = a.dq_accum + (static_cast<int64_t>(b) * a.heads_q + hq) * Sq * D;
+      float* acc = a.dq_accum + bwd_row0<kSeq>(a, seq, b, hq) * D;
 #pragma unroll
       for (int c = 0; c < DQ_NT / CH; ++c) {
         float dq[DQ_MT][CH][4];
@@ -368,10 +381,8 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
   store_c<LK, T>(sK, dk, kk0, kd0, lane);
   store_c<LK, T>(sV, dv, kk0, kd0, lane);
   __syncthreads();
-  T* gdK = static_cast<T*>(const_cast<void*>(a.dk.ptr)) + b * a.dk.sb + static_cast<int64_t>(c0) * a.dk.ss +
-           hk * a.dk.sh;
-  T* gdV = static_cast<T*>(const_cast<void*>(a.dv.ptr)) + b * a.dv.sb + static_cast<int64_t>(c0) * a.dv.ss +
-           hk * a.dv.sh;
+  T* gdK = static_cast<T*>(const_cast<void*>(a.dk.ptr)) + b * a.dk.sb + kr0 * a.dk.ss + hk * a.dk.sh;
+  T* gdV = static_cast<T*>(const_cast<void*>(a.dv.ptr)) + b * a.dv.sb + kr0 * a.dv.ss + hk * a.dv.sh;
   store_tile<LK, NTHREADS>(gdK, a.dk.ss, sK, keys, a.d, tid);
   store_tile<LK, NTHREADS>(gdV, a.dv.ss, sV, keys, a.d, tid);
 }

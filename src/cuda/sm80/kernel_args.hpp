@@ -82,6 +82,16 @@ struct BwdArgs : AttnArgs {
   const float* lse;  // [B, Hq, Sq]
   float* dsum;       // workspace: D = rowsum(dO * O), [B, Hq, Sq]
   float* dq_accum;   // workspace: fp32 dQ (unscaled), [B, Hq, Sq, Dtile]; nullptr when deterministic
+  // Varlen (read by the SEQ and VAR instantiations only): sequence b owns
+  // packed rows [cu_q[b], cu_q[b + 1]) of q/out/dout/dq and [cu_k[b],
+  // cu_k[b + 1]) of k/v/dk/dv (batch strides 0; seqlen_q / seqlen_k are the
+  // maxima). Row (b, h, i) of the LSE, D and dQ-accumulator is
+  // b * row_sb + h * row_sh + cu_q[b] + i: [B, Hq, Sq] when padded (cu_q[b]
+  // read as 0), [Hq, total_q] (the varlen LSE's own layout) when varlen.
+  const int32_t* cu_q;
+  const int32_t* cu_k;
+  int64_t total_q;
+  int64_t row_sb, row_sh;
   explicit BwdArgs(const BwdParams& p) : AttnArgs(p) {
     o = make_t4(p.out, p.o_str);
     dout = make_t4(p.dout, p.do_str);
@@ -91,7 +101,13 @@ struct BwdArgs : AttnArgs {
     lse = p.lse;
     dsum = nullptr;
     dq_accum = nullptr;
+    cu_q = p.cu_seqlens_q;
+    cu_k = p.cu_seqlens_k;
+    total_q = p.varlen() ? p.total_q : p.batch * p.seqlen_q;
+    row_sb = p.varlen() ? 0 : p.heads_q * p.seqlen_q;
+    row_sh = p.varlen() ? p.total_q : p.seqlen_q;
   }
+  bool varlen() const { return cu_q != nullptr; }
 };
 
 }  // namespace flashattn::detail::cuda::sm80

@@ -11,12 +11,15 @@
 namespace flashattn::detail::cuda::sm80 {
 
 // Byte layout of the backward workspace: D = rowsum(dO*O) [B,Hq,Sq] fp32,
-// then (non-deterministic only) the fp32 dQ accumulator [B,Hq,Sq,dtile].
+// then (non-deterministic only) the fp32 dQ accumulator [B,Hq,Sq,dtile];
+// varlen: [Hq,total_q] and [Hq,total_q,dtile] (rows by packed token, like
+// the varlen LSE).
 struct BwdWorkspace {
   size_t dsum_offset = 0, dq_offset = 0, total = 0;
 };
 inline BwdWorkspace bwd_workspace(const BwdParams& p, int dtile) {
-  const size_t rows = static_cast<size_t>(p.batch) * p.heads_q * p.seqlen_q;
+  const size_t rows = p.varlen() ? static_cast<size_t>(p.heads_q) * p.total_q
+                                 : static_cast<size_t>(p.batch) * p.heads_q * p.seqlen_q;
   BwdWorkspace w;
   w.dsum_offset = 0;
   w.dq_offset = (rows * sizeof(float) + 255) / 256 * 256;

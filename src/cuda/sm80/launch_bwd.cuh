@@ -3,6 +3,10 @@
 //   2. dK, dV (+ atomic fp32 dQ unless deterministic)  (bwd_kernel)
 //   3. dQ: convert the fp32 accumulator (bwd_postprocess), or, when
 //      deterministic, the atomic-free bwd_dq_kernel.
+// Varlen batches take the same three launches (SEQ instantiations, or VAR
+// with ALiBi / dropout): grids sized by the longest sequence, each block
+// reading its sequence's offsets from cu_seqlens on the device, so nothing
+// here reads device memory or synchronises (graph-capturable).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,9 +37,11 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t str
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
                                                      " key tiles exceed the 2^31 - 1 blocks of one launch");
   const dim3 grid(static_cast<unsigned>(blocks));
-  // ALiBi / dropout: the VAR kernel, for both modes (its dQ atomics are off
-  // when args.dq_accum is null, i.e. deterministic).
+  // ALiBi / dropout: the VAR kernel (varlen or not), varlen without them the
+  // SEQ kernel, each for both modes (their dQ atomics are off when
+  // args.dq_accum is null, i.e. deterministic).
   auto* kernel = p.has_variants()  ? &bwd_kernel<T, D, false, BIG_SMEM, true>
+                 : p.varlen()      ? &bwd_kernel<T, D, false, BIG_SMEM, false, true>
                  : p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM>
                                    : &bwd_kernel<T, D, false, BIG_SMEM>;
   Status s = set_smem(kernel, Cfg::smem());
@@ -52,7 +58,9 @@ Status run_bwd(const BwdParams& p, void* workspace) {
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
   const BwdWorkspace ws = bwd_workspace(p, D);
   BwdArgs args(p);
-  const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
+  const bool varlen = p.varlen();
+  // Rows of the LSE / D / dQ accumulator: varlen [Hq, total_q] (BwdArgs).
+  const int64_t rows = varlen ? p.heads_q * p.total_q : p.batch * p.heads_q * p.seqlen_q;
   if (rows > 0) {
     args.dsum = reinterpret_cast<float*>(static_cast<char*>(workspace) + ws.dsum_offset);
     if (!p.deterministic) {
@@ -60,7 +68,10 @@ Status run_bwd(const BwdParams& p, void* workspace) {
       FA_CUDA_TRY(cudaMemsetAsync(args.dq_accum, 0, ws.total - ws.dq_offset, stream));
     }
     const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
-    bwd_preprocess_kernel<T><<<blocks, 256, 0, stream>>>(args);
+    if (varlen)
+      bwd_preprocess_kernel<T, true><<<blocks, 256, 0, stream>>>(args);
+    else
+      bwd_preprocess_kernel<T><<<blocks, 256, 0, stream>>>(args);
     FA_CUDA_TRY(cudaGetLastError());
   }
 
@@ -80,10 +91,12 @@ Status run_bwd(const BwdParams& p, void* workspace) {
     if (!s.ok()) return s;
   }
 
-  if (rows > 0) {
+  if (rows > 0 && p.seqlen_q > 0) {
     if (p.deterministic) {
       using Cfg = DqCfg<D>;
-      auto* kernel = p.has_variants() ? &bwd_dq_kernel<T, D, true> : &bwd_dq_kernel<T, D>;
+      auto* kernel = p.has_variants() ? &bwd_dq_kernel<T, D, true>
+                     : varlen         ? &bwd_dq_kernel<T, D, false, true>
+                                      : &bwd_dq_kernel<T, D>;
       Status s = set_smem(kernel, Cfg::smem());
       if (!s.ok()) return s;
       const dim3 grid(static_cast<unsigned>((p.seqlen_q + Cfg::BM - 1) / Cfg::BM),
@@ -91,7 +104,11 @@ Status run_bwd(const BwdParams& p, void* workspace) {
       kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
     } else {
       const int64_t chunks = rows * (p.head_dim / 8);
-      bwd_dq_convert_kernel<T><<<static_cast<unsigned>((chunks + 255) / 256), 256, 0, stream>>>(args, D);
+      const unsigned blocks = static_cast<unsigned>((chunks + 255) / 256);
+      if (varlen)
+        bwd_dq_convert_kernel<T, true><<<blocks, 256, 0, stream>>>(args, D);
+      else
+        bwd_dq_convert_kernel<T><<<blocks, 256, 0, stream>>>(args, D);
     }
     FA_CUDA_TRY(cudaGetLastError());
   }
