@@ -65,8 +65,11 @@ __device__ __forceinline__ void to_a_frags(const float (&x)[N / 2], uint32_t (&f
 // adds to a query tile then go from the last key tile that visits it down to
 // the first, which lets every CTA start at once (key tile n's query range
 // starts later than n - 1's, so the CTAs it waits for, n + 1 ..., reach a
-// query tile earlier in their own loops). Either way a CTA waits only for
-// CTAs of lower block index, which were scheduled first: no cycle.
+// query tile earlier in their own loops). Without one, every key tile starts
+// at query tile 0 and each CTA starts one add's latency after the one before
+// it; interleaving kv heads in the grid (heads_interleave_log2) makes those
+// chains run side by side. Either way a CTA waits only for CTAs of lower
+// block index, which were scheduled first: no cycle.
 
 template <class T>
 struct BwdStep {
@@ -416,9 +419,11 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
   // Each role derives the CTA's work after its setmaxnreg: values live
   // across the producer's register decrease would spill.
   auto work = [&](int& hk, int& b, int& c0, BlockMask& mask, QueryTileRange& qr) {
-    hk = static_cast<int>(blockIdx.y);
+    const int x = static_cast<int>(blockIdx.x);
+    hk = (static_cast<int>(blockIdx.y) << a.heads_interleave_log2) +
+         (x & ((1 << a.heads_interleave_log2) - 1));
     b = static_cast<int>(blockIdx.z);
-    const int kv_tile = a.kv_tile_base + a.kv_tile_step * static_cast<int>(blockIdx.x);
+    const int kv_tile = a.kv_tile_base + a.kv_tile_step * (x >> a.heads_interleave_log2);
     c0 = kv_tile * T::kBlockN;
     mask = BlockMask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
     qr = query_tile_range<T::kBlockM>(mask, a.seqlen_q, c0, min(T::kBlockN, a.seqlen_k - c0));

@@ -39,10 +39,14 @@ struct BwdKernelArgs {
   // tile in increasing order, each when the counter equals its rank.
   int* dq_order;
   int deterministic;
-  // The CTA with blockIdx.x = x handles key tile kv_tile_base + kv_tile_step
-  // * x: (0, 1), or (tiles - 1, -1) in deterministic mode with a right mask
-  // bound (bwd_kernel.cuh, before bwd_dq_writer).
-  int kv_tile_base, kv_tile_step;
+  // The CTA (x, y, z) handles kv head y * I + x % I of batch z (I = 2 ^
+  // heads_interleave_log2), key tile kv_tile_base + kv_tile_step * (x / I):
+  // base 0, step 1, I = 1 normally; in
+  // deterministic mode the grid runs backwards over the key tiles with a
+  // right mask bound (tiles - 1, -1) and interleaves up to 4 kv heads, so
+  // that a key tile's CTA is scheduled that many blocks after the one it
+  // waits for (bwd_kernel.cuh, before bwd_dq_writer).
+  int kv_tile_base, kv_tile_step, heads_interleave_log2;
   void* dk;  // written from registers: base pointers and strides in elements
   void* dv;
   int64_t dk_stride_batch, dk_stride_seq, dk_stride_head;

@@ -37,8 +37,9 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
   auto* kernel = &bwd_kernel<T>;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
   if (e != cudaSuccess) return fail("cudaFuncSetAttribute", e);
-  const dim3 grid(static_cast<unsigned>((args.seqlen_k + T::kBlockN - 1) / T::kBlockN),
-                  static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(args.batch));
+  const int interleave = 1 << args.heads_interleave_log2;
+  const dim3 grid(static_cast<unsigned>((args.seqlen_k + T::kBlockN - 1) / T::kBlockN * interleave),
+                  static_cast<unsigned>(args.heads_kv / interleave), static_cast<unsigned>(args.batch));
   kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("kernel launch", e);
 

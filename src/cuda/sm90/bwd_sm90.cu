@@ -149,6 +149,10 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     const bool reversed = p.deterministic && args.window_right >= 0;
     args.kv_tile_base = reversed ? kv_tiles - 1 : 0;
     args.kv_tile_step = reversed ? -1 : 1;
+    args.heads_interleave_log2 = !p.deterministic      ? 0
+                                 : p.heads_kv % 4 == 0 ? 2
+                                 : p.heads_kv % 2 == 0 ? 1
+                                                       : 0;
 
     BwdPrepArgs prep{};
     prep.o = p.out;
