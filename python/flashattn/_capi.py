@@ -104,7 +104,7 @@ class Options(ctypes.Structure):
         ("causal", ctypes.c_int32),
         ("deterministic", ctypes.c_int32),
         ("stream", ctypes.c_void_p),
-        ("alibi_slopes", Tensor),  # data NULL = off (CPU backend only)
+        ("alibi_slopes", Tensor),  # data NULL = off
         ("dropout_p", ctypes.c_float),
         ("dropout_seed", ctypes.c_uint64),
         ("dropout_offset", ctypes.c_uint64),

@@ -1,5 +1,5 @@
-"""torch custom ops for attention with ALiBi and/or dropout (CPU backend only;
-the CUDA backend raises NotImplementedError naming the option).
+"""torch custom ops for attention with ALiBi and/or dropout (CPU tensors, and
+CUDA tensors through the sm80 kernels on every GPU, Hopper included).
 
 torch.ops.flashattn.fwd_variants / bwd_variants: the plain ops
 (_torch_ops.fwd / bwd) keep their signatures and fast path; these carry the

@@ -5,7 +5,7 @@ Same names, argument names, defaults and tensor layouts as
 flash_attn_func`` can replace ``from flash_attn import flash_attn_func``.
 Features flashattn already has map straight through (softmax_scale, causal,
 window_size, softcap, deterministic, GQA/MQA, Sq != Sk; dropout_p and
-alibi_slopes on CPU tensors, see below); an argument that asks
+alibi_slopes, see below); an argument that asks
 for a feature flashattn does not have yet raises NotImplementedError naming
 the argument.  Variable-length batches (cu_seqlens, the three *_varlen_*
 functions, differentiable) and the KV cache (flash_attn_with_kvcache: in-place
@@ -14,8 +14,9 @@ rotary embedding, cache_batch_idx and cache_leftpad are not yet and raise.
 As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
 
 dropout_p / alibi_slopes (flash_attn_func, *_qkvpacked_func, *_kvpacked_func):
-implemented by the CPU backend; CUDA tensors raise NotImplementedError naming
-the option, and the varlen / KV-cache functions still refuse them.  Each call
+implemented by the CPU backend and, for CUDA tensors, by the sm80 kernels
+(also on Hopper); the varlen / KV-cache functions here still refuse them
+(the C++ API has them).  Each call
 with dropout draws a fresh Philox seed from torch's default generator
 (torch.manual_seed makes it repeatable).  return_attn_probs=True returns
 (out, softmax_lse, mask) where mask is flashattn's int32 dropout keep mask
@@ -58,11 +59,11 @@ def _unsupported(fn: str, dropout_p: float, alibi_slopes, return_attn_probs: boo
     if dropout_p:
         raise NotImplementedError(
             f"{fn}: dropout_p={dropout_p} is not supported with varlen or KV-cache arguments yet "
-            "(flash_attn_func and the packed padded functions have it on CPU); pass dropout_p=0.0")
+            "(flash_attn_func and the packed padded functions have it); pass dropout_p=0.0")
     if alibi_slopes is not None:
         raise NotImplementedError(
             f"{fn}: alibi_slopes is not supported with varlen or KV-cache arguments yet "
-            "(flash_attn_func and the packed padded functions have it on CPU); pass alibi_slopes=None")
+            "(flash_attn_func and the packed padded functions have it); pass alibi_slopes=None")
     if return_attn_probs:
         raise NotImplementedError(
             f"{fn}: return_attn_probs=True is not supported by flashattn (it never materialises "
