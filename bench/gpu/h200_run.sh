@@ -118,6 +118,9 @@ stage_release() {
   timeout 60 "$T" --gtest_brief=1 --gtest_filter="$det" > "$out/gpu-sweep-det.log" 2>&1
   echo "rc=$?"
   grep -E "FAILED|Failure|differs|^\[====|PASSED|SKIPPED \]" "$out/gpu-sweep-det.log" | head -n 20
+  echo "== ALiBi / dropout cost beside the plain sm80 kernels =="
+  FA_VARIANTS_TIMING=1 timeout 60 "$T" --gtest_filter='CudaVariants.TimingReport' 2>&1 |
+    grep -vE "^\[ +(RUN|OK) +\]|^$" | tail -n 30
   echo "== backward against the peers (every head dim), then the deterministic backward =="
   timeout ${FA_T_BENCH:-240} python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers-bwd.csv" \
     --passes bwd 2>&1 | tail -n 80
