@@ -207,7 +207,7 @@ struct Packed {
 struct Grads {
   std::vector<uint16_t> dq, dk, dv;
 };
-fd::BwdParams params(const Packed& d, const std::vector<uint16_t>* in[6], const float* lse, Grads& gr) {
+fd::BwdParams params(const Packed& d, const std::vector<uint16_t>* in[5], const float* lse, Grads& gr) {
   const Case& c = d.c;
   fd::BwdParams p;
   p.dtype = c.dt;
@@ -275,7 +275,7 @@ void emu_backward_varlen(const fd::BwdParams& p) {
   }
 }
 
-void run(const Packed& d, const std::vector<uint16_t>* in[6], const float* lse, Grads& gr) {
+void run(const Packed& d, const std::vector<uint16_t>* in[5], const float* lse, Grads& gr) {
   const fd::BwdParams p = params(d, in, lse, gr);
   if (d.c.dt == DType::BF16)
     emu_backward_varlen<__nv_bfloat16>(p);
@@ -334,7 +334,7 @@ void check_sequence(const Packed& d, const Grads& gr, int b) {
 void run_case(const Case& c, uint32_t seed) {
   SCOPED_TRACE(describe(c));
   const Packed d(c, seed);
-  const std::vector<uint16_t>* in[6] = {&d.pq, &d.pk, &d.pv, &d.pdo, &d.pout, nullptr};
+  const std::vector<uint16_t>* in[5] = {&d.pq, &d.pk, &d.pv, &d.pdo, &d.pout};
   Grads gr;
   run(d, in, d.lse.data(), gr);
   for (int b = 0; b < d.B; ++b) check_sequence(d, gr, b);
@@ -365,7 +365,7 @@ void run_isolated(const Case& c, int b, uint32_t seed) {
     for (int h = 0; h < c.Hq; ++h)
       for (int i = d.cu_q[size_t(b)]; i < d.cu_q[size_t(b) + 1]; ++i)
         lse[size_t(h) * d.Tq + i] = d.lse[size_t(h) * d.Tq + i];
-    const std::vector<uint16_t>* in[6] = {&q, &k, &v, &dout, &out, nullptr};
+    const std::vector<uint16_t>* in[5] = {&q, &k, &v, &dout, &out};
     Grads gr;
     run(d, in, lse.data(), gr);
     check_sequence(d, gr, b);
