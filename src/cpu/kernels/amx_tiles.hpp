@@ -17,7 +17,9 @@
 
 #include "simd.hpp"
 
-#if !defined(__AMX_TILE__) || !defined(__AMX_BF16__) || !defined(__AVX512BF16__)
+// gcc spells the macros __AMX_TILE__ / __AMX_BF16__, clang __AMXTILE__ / __AMXBF16__.
+#if !(defined(__AMX_TILE__) || defined(__AMXTILE__)) || !(defined(__AMX_BF16__) || defined(__AMXBF16__)) || \
+    !defined(__AVX512BF16__)
 #error "amx_tiles.hpp needs -mamx-tile -mamx-bf16 -mavx512bf16"
 #endif
 
