@@ -26,6 +26,38 @@ EncodeTiledFn encode_tiled_fn() {
   return fn;
 }
 
+// cuTensorMapEncodeTiled is a driver call: it needs a current context, which
+// a thread that has made no context-creating runtime call yet lacks (the
+// runtime binds the primary context lazily; cudaGetDevice and attribute
+// queries do not). Without it the encode fails and the sm90 path would
+// silently give way to the sm80 one on a thread's first call (found by
+// compute-sanitizer memcheck in the ring's rank threads). When no context is
+// current, cudaSetDevice on the current device binds its primary context
+// (CUDA >= 12); a context the caller made current is left alone.
+using CtxGetCurrentFn = CUresult (*)(CUcontext*);
+
+bool bind_current_context() {
+  static const CtxGetCurrentFn get_current = []() -> CtxGetCurrentFn {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &ptr, 12000,
+                                                     cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<CtxGetCurrentFn>(ptr);
+  }();
+  CUcontext ctx = nullptr;
+  if (get_current != nullptr && get_current(&ctx) == CUDA_SUCCESS && ctx != nullptr) return true;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaSetDevice(dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t esize) {
@@ -51,6 +83,7 @@ std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, 
                           DType dtype, int box_rows) {
   EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
+  if (!bind_current_context()) return "no CUDA context could be made current for the TMA encode";
   const int64_t esize = 2;
   // A stride of a size-1 dimension is never applied; give TMA a valid one.
   auto stride_or = [&](int64_t size, int64_t s) {
