@@ -31,6 +31,7 @@
 #include "sm80/bwd_postprocess.cuh"
 #include "sm80/bwd_preprocess.cuh"
 #include "sm80/launch.hpp"
+#include "support/half.hpp"
 #include "support/naive_variants.hpp"
 
 EMU_DEFINE_SMEM
@@ -46,29 +47,8 @@ using flashattn::DType;
 constexpr int kTile = 64;  // the kernels' head dim; problems use d <= 64
 constexpr uint16_t kPoison = 0xFFFF;  // NaN in fp16 and bf16
 
-uint16_t to16(float x, DType dt) {
-  const float r = nv::round_to(dt, x);
-  if (dt == DType::BF16) {
-    uint32_t u;
-    std::memcpy(&u, &r, 4);
-    return uint16_t(u >> 16);
-  }
-  const _Float16 h = static_cast<_Float16>(r);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
-float from16(uint16_t u, DType dt) {
-  if (dt == DType::BF16) {
-    const uint32_t w = uint32_t(u) << 16;
-    float f;
-    std::memcpy(&f, &w, 4);
-    return f;
-  }
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
-}
+uint16_t to16(float x, DType dt) { return fa_test::to_bits16(dt, x); }
+float from16(uint16_t u, DType dt) { return fa_test::from_bits16(dt, u); }
 
 struct Case {
   DType dt = DType::F16;

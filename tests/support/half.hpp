@@ -70,4 +70,12 @@ inline float round_to(flashattn::DType dt, float f) {
   }
 }
 
+// The 16-bit pattern of f in dt (F16 or BF16), rounded to nearest even, and back.
+inline uint16_t to_bits16(flashattn::DType dt, float f) {
+  return dt == flashattn::DType::BF16 ? float_to_bf16(f) : float_to_half(f);
+}
+inline float from_bits16(flashattn::DType dt, uint16_t b) {
+  return dt == flashattn::DType::BF16 ? bf16_to_float(b) : half_to_float(b);
+}
+
 }  // namespace fa_test

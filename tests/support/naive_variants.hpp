@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "flashattn/flashattn.hpp"
+#include "support/half.hpp"
 
 namespace fa_test::naive_variants {
 
@@ -31,17 +32,8 @@ struct Shape {
   float p = 0.f;
 };
 
-inline float round_to(flashattn::DType dt, float f) {
-  if (dt == flashattn::DType::F16) return static_cast<float>(static_cast<_Float16>(f));
-  if (dt == flashattn::DType::BF16 && !std::isnan(f)) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    u &= 0xffff0000u;
-    std::memcpy(&f, &u, 4);
-  }
-  return f;
-}
+// Round to dt, as the kernels store it (support/half.hpp's conversions).
+inline float round_to(flashattn::DType dt, float f) { return fa_test::round_to(dt, f); }
 
 // Scores of row (b, h, i) after scale, softcap, ALiBi and the mask; tanh in t.
 inline void scores(const Shape& s, const std::vector<float>& q, const std::vector<float>& k, int64_t b,
