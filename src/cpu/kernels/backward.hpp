@@ -190,6 +190,42 @@ void bwd_load_q(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int
   std::memset(dq, 0, sizeof(float) * size_t(dp));
 }
 
+// P and dS of a tile pair in place, rows [r0, r0 + nq) x keys [c0, c0 + nk)
+// (ncols = nk rounded up to the vector width): s (scores, masked) becomes P,
+// dps (dP) becomes dS, with ALiBi and dropout when the problem has them
+// (kpos: the key positions, zr: a row of keep factors, both workspace).
+// Shared by the fp32 backward and the bf16 one (backward_amx.hpp).
+inline void p_and_ds_rows(const BwdParams& p, int64_t b, int64_t head, int64_t r0, int64_t nq,
+                          int64_t c0, int64_t nk, int64_t ncols, const float* lse,
+                          const float* dsum, const float* kpos, float* zr, float* s, float* dps) {
+  const bool capped = p.softcap > 0.0f;
+  const float cap = p.softcap;
+  if (p.has_variants()) {
+    const Variants var(p, b, head);
+    for (int64_t jj = 0; jj < ncols; ++jj) zr[jj] = 1.0f;
+    for (int64_t ii = 0; ii < nq; ++ii) {
+      const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
+      if (var.dropout) var.keep_row(r0 + ii, c0, nk, zr);
+      for (int64_t jj = 0; jj < ncols; jj += VW) {
+        const vf bias = var.alibi ? var.bias(r0 + ii, vload(kpos + jj)) : vsplat(0.0f);
+        vf dpv = vload(dps + ii * BC + jj);
+        vstore(s + ii * BC + jj, p_and_ds_variants(vload(s + ii * BC + jj), bias, vload(zr + jj),
+                                                   li, di, dpv, capped, cap));
+        vstore(dps + ii * BC + jj, dpv);
+      }
+    }
+    return;
+  }
+  for (int64_t ii = 0; ii < nq; ++ii) {
+    const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
+    for (int64_t jj = 0; jj < ncols; jj += VW) {
+      vf dpv = vload(dps + ii * BC + jj);
+      vstore(s + ii * BC + jj, p_and_ds(vload(s + ii * BC + jj), li, di, dpv, capped, cap));
+      vstore(dps + ii * BC + jj, dpv);
+    }
+  }
+}
+
 // One tile pair (query tile i, KV tile j) for every query head of the group.
 inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout& L, float* G,
                      float* W, int64_t i, int64_t j, int64_t b, int64_t hk) {
@@ -199,15 +235,12 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
   const KeyRange kr = mask.keys(r0, r0 + nq);
   if (kr.empty() || kr.end <= c0 || kr.begin >= c0 + nk) return;
   const bool full = mask.tile_full(r0, r0 + nq, c0, c0 + nk);
-  const bool capped = p.softcap > 0.0f;
-  const float cap = p.softcap;
 
   const float *kt = G + L.kt + j * d * BC, *vt = G + L.vt + j * d * BC;
   const float* krows = G + L.kr + c0 * dp;
   float *dk = G + L.dk + c0 * dp, *dv = G + L.dv + c0 * dp;
   float *s = W + L.s, *dps = W + L.dps;
-  const bool variants = p.has_variants();
-  if (variants) key_positions(W + L.kpos, c0, nk);
+  if (p.has_variants()) key_positions(W + L.kpos, c0, nk);
   for (int64_t hl = 0; hl < g; ++hl) {
     const int64_t r = hl * p.seqlen_q + r0;
     const float *q = G + L.q + r * dp, *dout = G + L.dout + r * dp;
@@ -216,31 +249,7 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
     gemm<false>(nq, nkc, d, q, dp, 1, kt, BC, s, BC);       // S = (scale Q) K^T
     gemm<false>(nq, nkc, d, dout, dp, 1, vt, BC, dps, BC);  // dP = dO V^T
     if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk);
-    if (variants) {
-      const Variants var(p, b, hk * g + hl);
-      float* zr = W + L.zr;
-      for (int64_t jj = 0; jj < nkc; ++jj) zr[jj] = 1.0f;
-      for (int64_t ii = 0; ii < nq; ++ii) {
-        const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
-        if (var.dropout) var.keep_row(r0 + ii, c0, nk, zr);
-        for (int64_t jj = 0; jj < nkc; jj += VW) {
-          const vf bias = var.alibi ? var.bias(r0 + ii, vload(W + L.kpos + jj)) : vsplat(0.0f);
-          vf dpv = vload(dps + ii * BC + jj);
-          vstore(s + ii * BC + jj, p_and_ds_variants(vload(s + ii * BC + jj), bias, vload(zr + jj),
-                                                     li, di, dpv, capped, cap));
-          vstore(dps + ii * BC + jj, dpv);
-        }
-      }
-    } else {
-    for (int64_t ii = 0; ii < nq; ++ii) {
-      const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
-      for (int64_t jj = 0; jj < nkc; jj += VW) {
-        vf dpv = vload(dps + ii * BC + jj);
-        vstore(s + ii * BC + jj, p_and_ds(vload(s + ii * BC + jj), li, di, dpv, capped, cap));
-        vstore(dps + ii * BC + jj, dpv);
-      }
-    }
-    }
+    p_and_ds_rows(p, b, hk * g + hl, r0, nq, c0, nk, nkc, lse, dsum, W + L.kpos, W + L.zr, s, dps);
     gemm<true>(nk, dp, nq, s, 1, BC, dout, dp, dv, dp);      // dV += P^T dO
     gemm<true>(nk, dp, nq, dps, 1, BC, q, dp, dk, dp);       // dK += dS^T (scale Q)
     gemm<true>(nq, dp, nk, dps, BC, 1, krows, dp, dq, dp);  // dQ += dS K

@@ -139,8 +139,7 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
   const KeyRange kr = mask.keys(r0, r0 + nq);
   if (kr.empty() || kr.end <= c0 || kr.begin >= c0 + nk) return;
   const bool full = mask.tile_full(r0, r0 + nq, c0, c0 + nk);
-  const bool capped = p.softcap > 0.0f;
-  const float cap = p.softcap, qscale = capped ? p.scale / p.softcap : p.scale;
+  const float qscale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale;
   (void)d;
 
   const uint16_t* ktv = u16(G + L.ktv) + j * dq32 * BC;
@@ -149,8 +148,7 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
   float *dkt = G + L.dkt + j * dp * BC, *dvt = G + L.dvt + j * dp * BC;
   float *s = W + L.s, *dps = W + L.dps;
   uint16_t *pvn = u16(W + L.pvn), *dsvn = u16(W + L.dsvn), *dsb = u16(W + L.dsb);
-  const bool variants = p.has_variants();
-  if (variants) key_positions(W + L.kpos, c0, nk);
+  if (p.has_variants()) key_positions(W + L.kpos, c0, nk);
   const __mmask16 tail = nk % 16 ? __mmask16((1u << (nk % 16)) - 1) : __mmask16(0xffff);
   configure_tiles();
   for (int64_t hl = 0; hl < g; ++hl) {
@@ -167,31 +165,7 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
     for (int64_t ii = 0; ii < nq; ++ii)
       for (int64_t jj = 0; jj < nk16; jj += VW) vstore(s + ii * BC + jj, vload(s + ii * BC + jj) * qs);
     if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk);
-    if (variants) {
-      const Variants var(p, b, hk * g + hl);
-      float* zr = W + L.zr;
-      for (int64_t jj = 0; jj < nk16; ++jj) zr[jj] = 1.0f;
-      for (int64_t ii = 0; ii < nq; ++ii) {
-        const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
-        if (var.dropout) var.keep_row(r0 + ii, c0, nk, zr);
-        for (int64_t jj = 0; jj < nk16; jj += VW) {
-          const vf bias = var.alibi ? var.bias(r0 + ii, vload(W + L.kpos + jj)) : vsplat(0.0f);
-          vf dpv = vload(dps + ii * BC + jj);
-          vstore(s + ii * BC + jj, p_and_ds_variants(vload(s + ii * BC + jj), bias, vload(zr + jj),
-                                                     li, di, dpv, capped, cap));
-          vstore(dps + ii * BC + jj, dpv);
-        }
-      }
-    } else {
-      for (int64_t ii = 0; ii < nq; ++ii) {
-        const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
-        for (int64_t jj = 0; jj < nk16; jj += VW) {
-          vf dpv = vload(dps + ii * BC + jj);
-          vstore(s + ii * BC + jj, p_and_ds(vload(s + ii * BC + jj), li, di, dpv, capped, cap));
-          vstore(dps + ii * BC + jj, dpv);
-        }
-      }
-    }
+    p_and_ds_rows(p, b, hk * g + hl, r0, nq, c0, nk, nk16, lse, dsum, W + L.kpos, W + L.zr, s, dps);
     // bf16 operands: P and dS in query pairs (rows past nq are zero), dS rows
     // with the keys past nk zeroed (they meet K's zero rows in dS K).
     const vf zero = vsplat(0.0f);
