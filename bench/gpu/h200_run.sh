@@ -15,6 +15,10 @@
 #   bench/gpu/h200_run.sh varlen_bench  varlen vs padded prefill, same kernel (issue 8)
 #   bench/gpu/h200_run.sh call_overhead per-call time of batch-1 decode, eager and
 #                                 CUDA-graph replay, vs torch SDPA (issue 8)
+#   bench/gpu/h200_run.sh ring_san      the ring's GPU tests under memcheck and initcheck
+#   bench/gpu/h200_run.sh sm90_bwd      the Hopper backward's head dims (64, 128): their
+#                                 GPU tests, three sanitizers on small shapes, the
+#                                 backward against the peers (issue 6)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLASHATTN_BUILD_DIR:-$root/build-h200}
@@ -132,6 +136,50 @@ stage_release() {
   FA_T_VARLEN=${FA_T_VARLEN:-150} stage_varlen_bench
   echo "== decode call cost =="
   FA_T_OVERHEAD=${FA_T_OVERHEAD:-90} stage_call_overhead
+}
+
+# The Hopper backward alone (while it is being worked on): every backward
+# test at head dims 64 and 128 (the deterministic ones apart, time-boxed),
+# memcheck / racecheck / synccheck on small shapes of both, then the backward
+# against the peers at those head dims.
+stage_sm90_bwd() {
+  local det='*Determinis*:*DeterministicBackward*'
+  local f='*Backward*d64*:*Backward*d128*:Edge/*:Sweep/Determinism*'
+  echo "== backward tests, head dims 64 and 128 =="
+  timeout ${FA_T_SWEEP:-150} "$T" --gtest_brief=1 --gtest_filter="$f:-$det" > "$out/gpu-bwd.log" 2>&1
+  echo "rc=$?"
+  grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/gpu-bwd.log" | head -n 30
+  timeout 60 "$T" --gtest_brief=1 --gtest_filter="$det" > "$out/gpu-bwd-det.log" 2>&1
+  echo "rc=$?"
+  grep -E "FAILED|Failure|differs|^\[====|PASSED|SKIPPED \]" "$out/gpu-bwd-det.log" | head -n 20
+  local small='Small/Backward*cuda*q113_k17_*d64*:Small/Backward*cuda*q17_k113_*d64*'
+  small="$small:Small/Backward*cuda*q113_k17_*d128*:Edge/EdgeShapes.DeterministicBackward*"
+  for tool in memcheck racecheck synccheck; do
+    echo "== compute-sanitizer $tool, sm90 backward small shapes =="
+    timeout 90 compute-sanitizer --tool $tool --print-limit 20 "$T" --gtest_brief=1 \
+      --gtest_filter="$small" 2>&1 | tail -n 6
+  done
+  echo "== backward against the peers, head dims 64 and 128 =="
+  timeout ${FA_T_BENCH:-200} python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers-bwd.csv" \
+    --passes bwd --hdims 64,128 2>&1 | tail -n 40
+}
+
+# The ring's GPU tests under memcheck (every thread binds its context before
+# the TMA encode: sm90/tma_desc.cu) and initcheck with and without the sm90
+# forward (whether the partial outputs its TMA stores wrote read as
+# uninitialised to the merge).
+stage_ring_san() {
+  local R="$build/tests/flashattn_ring_gpu_tests"
+  local filter='Sim/Ring.*_bf16_*:Sim/Ring.*_f16_*:RingMerge.*:RingArgs.*'
+  for run in "memcheck 0" "initcheck 1" "initcheck 0"; do
+    set -- $run
+    echo "== compute-sanitizer $1, ring (FLASHATTN_DISABLE_SM90=$2) =="
+    FLASHATTN_DISABLE_SM90=$2 timeout 120 compute-sanitizer --tool $1 --print-limit 5 "$R" \
+      --gtest_brief=1 --gtest_filter="$filter" > "$out/ring-$1-$2.log" 2>&1
+    echo "rc=$?"
+    grep -E "ERROR SUMMARY|^\[  PASSED|FAILED" "$out/ring-$1-$2.log" | head -n 5
+    grep -m 3 -E "Invalid|Uninitialized|Host Frame" "$out/ring-$1-$2.log"
+  done
 }
 
 stage=${1:-tests}

@@ -86,10 +86,10 @@ struct BwdStep {
 };
 
 // Producer warp (warp 0): lane 0 issues every TMA load (K, V once; per step
-// Q and dO into the ring stage); all 32 lanes copy the step's 64 values of
-// LSE*log2e and of D into the stage with plain loads and stores (two of
-// each per lane) and arrive on its full barrier, whose count is 1 (lane 0's
-// expect_tx) + 32. (A cp.async.bulk of those 256 bytes completing on the
+// Q and dO into the ring stage); all 32 lanes copy the step's kBlockM values
+// of LSE*log2e and of D into the stage with plain loads and stores (float2s)
+// and arrive on its full barrier, whose count is 1 (lane 0's expect_tx) +
+// 32. (A cp.async.bulk of those bytes completing on the
 // barrier as TMA bytes is the same synchronisation, but compute-sanitizer's
 // racecheck flags each consumer read of it, which would hide real hazards.)
 template <class T>
@@ -122,12 +122,15 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
                     st.head, b);
       }
     }
-    const int64_t row =
-        (static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0 + 2 * lane;
-    const float2 l = *reinterpret_cast<const float2*>(a.lse2 + row);
-    const float2 d = *reinterpret_cast<const float2*>(a.dsum + row);
-    st_shared_f32x2(sm.lse(st.stage) + 8 * lane, l.x, l.y);
-    st_shared_f32x2(sm.dsum(st.stage) + 8 * lane, d.x, d.y);
+    const int64_t row0 = (static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0;
+#pragma unroll
+    for (int c = 0; c < kBlockM / 64; ++c) {
+      const int i = 64 * c + 2 * lane;
+      const float2 l = *reinterpret_cast<const float2*>(a.lse2 + row0 + i);
+      const float2 d = *reinterpret_cast<const float2*>(a.dsum + row0 + i);
+      st_shared_f32x2(sm.lse(st.stage) + 4 * i, l.x, l.y);
+      st_shared_f32x2(sm.dsum(st.stage) + 4 * i, d.x, d.y);
+    }
     mbar_arrive(full);
   }
 }
@@ -151,7 +154,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
 #pragma unroll
   for (int t = 0; t < T::kDQStages; ++t) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < T::kBlockM / 32; ++h) {
       const uint32_t row = sm.dq(t) + ((lane + 32 * h) * T::kDQStride + kHeadDim) * 4;
 #pragma unroll
       for (int c = 0; c < kPad; c += 2) st_shared_f32x2(row + c * 4, 0.f, 0.f);
@@ -221,10 +224,15 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   // 128 bytes = 8192 bytes into each atom column).
   const uint64_t desc_k = make_desc_sw128(sm.k() + cw * 64 * 128, 16, 1024);
   const uint64_t desc_v = make_desc_sw128(sm.v() + cw * 64 * 128, 16, 1024);
-  // K as the MN-major B operand of dQ: head-dim columns 64cw.. = atom column cw.
-  const uint64_t desc_kb = make_desc_sw128(sm.k() + cw * kBlockN * 128, kBlockN * 128, 1024);
-  // dS^T [key][query] as the MN-major A operand of dQ (one atom column).
-  const uint64_t desc_ds = make_desc_sw128(sm.ds(), kBlockN * 128, 1024);
+  // dQ's operands, both MN-major: K [key][head dim] as B and dS^T
+  // [key][query] as A. Split by columns, this warpgroup's N = 64 head-dim
+  // columns are K's atom column cw; split by rows, its 64 query rows are
+  // dS^T's atom column cw.
+  constexpr bool kSplitRows = T::kDQSplitRows;
+  const uint64_t desc_kb =
+      make_desc_sw128(sm.k() + (kSplitRows ? 0 : cw) * kBlockN * 128, kBlockN * 128, 1024);
+  const uint64_t desc_ds =
+      make_desc_sw128(sm.ds() + (kSplitRows ? cw : 0) * kBlockN * 128, kBlockN * 128, 1024);
 
   for (int it = 0; it < total; ++it) {
     const BwdStep<T> st(it, hk, a.group, qr);
@@ -232,120 +240,138 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     const uint64_t desc_q = make_desc_sw128(sm.q(st.stage), 16, 1024);
     const uint64_t desc_do = make_desc_sw128(sm.dout(st.stage), 16, 1024);
 
-    float s[kBlockM / 2], dp[kBlockM / 2];
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
-      const uint32_t ob = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
-      Wgmma<kBlockM, Tag>::ss(s, desc_advance(desc_k, oa), desc_advance(desc_q, ob), kk > 0);
-    }
-    wgmma_commit();
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
-      const uint32_t ob = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
-      Wgmma<kBlockM, Tag>::ss(dp, desc_advance(desc_v, oa), desc_advance(desc_do, ob), kk > 0);
-    }
-    wgmma_commit();
-    // This thread's LSE*log2e values, loaded while the wgmmas run (loads
-    // issued after the wait left the exp2 FMAs stalled on them; D's loads
-    // stay below, where dV hides them and registers are not short).
+    // The step's queries in sub-tiles of 64 (one at head dim 128, two at
+    // 64): S^T, dP^T, dV and dK per sub-tile keep 64 fp32 values of S^T and
+    // of dP^T live instead of kBlockM / 2 each (at 128 query rows those,
+    // dK, dV and the fragments exceed the 240 registers: ptxas serialized
+    // every wgmma). A sub-tile's S^T and dP^T wgmmas queue behind the
+    // previous sub-tile's dV and dK. pf/dsf[h] stay live until the wgmmas
+    // reading them retire (the next sub-tile's first wait, or dQ's).
+    constexpr int kSub = T::kSubTiles;
+    uint32_t pf[kSub][4][4], dsf[kSub][4][4];
     const uint32_t lse_s = sm.lse(st.stage), dsum_s = sm.dsum(st.stage);
-    float2 lse[kBlockM / 8];
+    // dO and Q as MN-major B operands of dV and dK (LBO = one atom column).
+    const uint64_t desc_do_mn = make_desc_sw128(sm.dout(st.stage), kBlockM * 128, 1024);
+    const uint64_t desc_q_mn = make_desc_sw128(sm.q(st.stage), kBlockM * 128, 1024);
 #pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j) lse[j] = ld_shared_f32x2(lse_s + (8 * j + 2 * t4) * 4);
-    wgmma_wait<1>();  // S^T is ready; dP^T may still run
-    fence_operand(s);
-
-    // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
-    // m0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
+    for (int h = 0; h < kSub; ++h) {
+      const int q0 = st.m0 + 64 * h;  // the sub-tile's first query
+      float s[32], dp[32];
+      wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j) {
-      const float2 l = lse[j];
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        s[4 * j + 2 * hh + 0] = ex2(fmaf(s[4 * j + 2 * hh + 0], a.scale_log2, -l.x));
-        s[4 * j + 2 * hh + 1] = ex2(fmaf(s[4 * j + 2 * hh + 1], a.scale_log2, -l.y));
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+        const uint32_t ob = (kk / 4) * kBlockM * 128 + h * 64 * 128 + (kk % 4) * 32;
+        Wgmma<64, Tag>::ss(s, desc_advance(desc_k, oa), desc_advance(desc_q, ob), kk > 0);
       }
-    }
-    const int r1 = min(st.m0 + kBlockM, a.seqlen_q);
-    if (!tile_is_full<kBlockN>(mask, st.m0, r1, c0)) {
+      wgmma_commit();
 #pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j) {
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+        const uint32_t ob = (kk / 4) * kBlockM * 128 + h * 64 * 128 + (kk % 4) * 32;
+        Wgmma<64, Tag>::ss(dp, desc_advance(desc_v, oa), desc_advance(desc_do, ob), kk > 0);
+      }
+      wgmma_commit();
+      // This thread's LSE*log2e values, loaded while the wgmmas run (loads
+      // issued after the wait left the exp2 FMAs stalled on them; D's loads
+      // stay below, where dV hides them and registers are not short).
+      float2 lse[8];
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int q = st.m0 + 8 * j + 2 * t4 + e;
-          const int lo = mask.lo(q), hi = mask.hi(q);
+      for (int j = 0; j < 8; ++j) lse[j] = ld_shared_f32x2(lse_s + (64 * h + 8 * j + 2 * t4) * 4);
+      wgmma_wait<1>();  // S^T is ready (and the previous sub-tile's dV, dK); dP^T may still run
+      fence_operand(s);
+
+      // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
+      // q0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
 #pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const int key = c0 + krow + 8 * hh;
-            if (key < lo || key >= hi) s[4 * j + 2 * hh + e] = 0.f;
+      for (int j = 0; j < 8; ++j) {
+        const float2 l = lse[j];
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          s[4 * j + 2 * hh + 0] = ex2(fmaf(s[4 * j + 2 * hh + 0], a.scale_log2, -l.x));
+          s[4 * j + 2 * hh + 1] = ex2(fmaf(s[4 * j + 2 * hh + 1], a.scale_log2, -l.y));
+        }
+      }
+      if (!tile_is_full<kBlockN>(mask, q0, min(q0 + 64, a.seqlen_q), c0)) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int q = q0 + 8 * j + 2 * t4 + e;
+            const int lo = mask.lo(q), hi = mask.hi(q);
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+              const int key = c0 + krow + 8 * hh;
+              if (key < lo || key >= hi) s[4 * j + 2 * hh + e] = 0.f;
+            }
           }
         }
       }
-    }
-    uint32_t pf[kBlockM / 16][4];
-    to_a_frags<E, kBlockM>(s, pf);
+      to_a_frags<E, 64>(s, pf[h]);
 
-    // dV += P^T dO (dO as the MN-major B operand: LBO = one atom column).
-    const uint64_t desc_do_mn = make_desc_sw128(sm.dout(st.stage), kBlockM * 128, 1024);
-    fence_operand(dv);
-    fence_operand(pf);
-    wgmma_fence();
+      // dV += P^T dO.
+      fence_operand(dv);
+      fence_operand(pf[h]);
+      wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      Wgmma<kHeadDim, Tag>::rs(dv, pf[kk], desc_advance(desc_do_mn, kk * 16 * 128), 1);
-    }
-    wgmma_commit();
-    wgmma_wait<1>();  // dP^T is ready; dV may still run
-    fence_operand(dp);
-
-#pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j) {
-      const float2 d = ld_shared_f32x2(dsum_s + (8 * j + 2 * t4) * 4);
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        dp[4 * j + 2 * hh + 0] = s[4 * j + 2 * hh + 0] * (dp[4 * j + 2 * hh + 0] - d.x);
-        dp[4 * j + 2 * hh + 1] = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
+      for (int kk = 0; kk < 4; ++kk) {
+        Wgmma<kHeadDim, Tag>::rs(dv, pf[h][kk], desc_advance(desc_do_mn, (4 * h + kk) * 16 * 128), 1);
       }
-    }
-    uint32_t dsf[kBlockM / 16][4];
-    to_a_frags<E, kBlockM>(dp, dsf);
+      wgmma_commit();
+      wgmma_wait<1>();  // dP^T is ready; dV may still run
+      fence_operand(dp);
 
-    // dK += dS^T Q.
-    const uint64_t desc_q_mn = make_desc_sw128(sm.q(st.stage), kBlockM * 128, 1024);
-    fence_operand(dk);
-    fence_operand(dsf);
-    wgmma_fence();
+      // dS^T = P^T (dP^T - D).
 #pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      Wgmma<kHeadDim, Tag>::rs(dk, dsf[kk], desc_advance(desc_q_mn, kk * 16 * 128), 1);
-    }
-    wgmma_commit();
+      for (int j = 0; j < 8; ++j) {
+        const float2 d = ld_shared_f32x2(dsum_s + (64 * h + 8 * j + 2 * t4) * 4);
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          dp[4 * j + 2 * hh + 0] = s[4 * j + 2 * hh + 0] * (dp[4 * j + 2 * hh + 0] - d.x);
+          dp[4 * j + 2 * hh + 1] = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
+        }
+      }
+      to_a_frags<E, 64>(dp, dsf[h]);
 
-    // dS^T to shared memory, [key][64 queries] with the 128-byte swizzle:
-    // row r's 16-byte chunk j (queries 8j..8j+7) sits at chunk j ^ (r % 8).
-    // Fragment word (j, hh) is dsf[j / 2][2 * (j % 2) + hh]. The previous
-    // step's dQ wgmmas (the only readers) retired before its staging.
+      // dK += dS^T Q.
+      fence_operand(dk);
+      fence_operand(dsf[h]);
+      wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j) {
+      for (int kk = 0; kk < 4; ++kk) {
+        Wgmma<kHeadDim, Tag>::rs(dk, dsf[h][kk], desc_advance(desc_q_mn, (4 * h + kk) * 16 * 128), 1);
+      }
+      wgmma_commit();
+
+      // dS^T to shared memory, [key][query] in atom columns of 64 queries
+      // (this sub-tile's is column h) with the 128-byte swizzle: row r's
+      // 16-byte chunk j (queries 8j..8j+7) sits at chunk j ^ (r % 8).
+      // Fragment word (j, hh) is dsf[h][j / 2][2 * (j % 2) + hh]. r % 8 =
+      // lane / 4 for both rows (krow, krow + 8) and fills the row's address
+      // bits 4-6, so each address is ds_row xor a constant (column and + 8
+      // rows are immediate offsets; 32 hoisted addresses had spilled). The
+      // previous step's dQ wgmmas (the only readers) retired before its
+      // staging.
+      const uint32_t ds_row = sm.ds() + krow * 128 + (lane / 4) * 16 + t4 * 4;
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int r = krow + 8 * hh;
-        st_shared_u32(sm.ds() + r * 128 + ((j ^ (r % 8)) * 16) + t4 * 4,
-                      dsf[j / 2][2 * (j % 2) + hh]);
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          st_shared_u32((ds_row ^ (j * 16)) + h * kBlockN * 128 + hh * 8 * 128,
+                        dsf[h][j / 2][2 * (j % 2) + hh]);
+        }
       }
     }
     fence_proxy_async_smem();  // st.shared -> wgmma reads (async proxy)
     named_barrier_sync(T::kBarDS, 256);
 
-    // dQ[:, 64cw .. 64cw + 63] = dS K over all kBlockN keys.
-    float dq[kHeadDim / 4];
+    // This warpgroup's part of dQ = dS K, over all kBlockN keys.
+    constexpr int kDQN = T::kDQN;
+    float dq[kDQN / 2];
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      Wgmma<kHeadDim / 2, Tag>::ss_tt(dq, desc_advance(desc_ds, kk * 16 * 128),
+      Wgmma<kDQN, Tag>::ss_tt(dq, desc_advance(desc_ds, kk * 16 * 128),
                                       desc_advance(desc_kb, kk * 16 * 128), kk > 0);
     }
     wgmma_commit();
@@ -353,8 +379,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     fence_operand(dq);
     fence_operand(dv);
     fence_operand(dk);
-    fence_operand(pf);
-    fence_operand(dsf);
+#pragma unroll
+    for (int h = 0; h < kSub; ++h) {
+      fence_operand(pf[h]);
+      fence_operand(dsf[h]);
+    }
     // Every wgmma reading this stage's Q and dO has retired, and this
     // thread's LSE/D reads are done: each consumer thread arrives (one
     // arrival per warp would release only lane 0's reads of the LSE/D rows
@@ -366,11 +395,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     const int t = it % T::kDQStages;
     named_barrier_sync(T::kBarDQEmpty + t, T::kDQSyncThreads);
 #pragma unroll
-    for (int j = 0; j < kHeadDim / 16; ++j) {
+    for (int j = 0; j < kDQN / 8; ++j) {
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const int row = 16 * warp + lane / 4 + 8 * hh;
-        const int col = 64 * cw + 8 * j + 2 * t4;
+        const int row = (kSplitRows ? 64 * cw : 0) + 16 * warp + lane / 4 + 8 * hh;
+        const int col = (kSplitRows ? 0 : 64 * cw) + 8 * j + 2 * t4;
         st_shared_f32x2(sm.dq(t) + (row * T::kDQStride + col) * 4, dq[4 * j + 2 * hh],
                         dq[4 * j + 2 * hh + 1]);
       }

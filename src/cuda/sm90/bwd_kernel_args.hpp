@@ -11,10 +11,13 @@
 namespace flashattn::detail::cuda::sm90 {
 
 // Tile shape of the backward: one CTA per kBwdBlockN keys of one kv head,
-// stepping over kBwdBlockM query rows at a time (shared by host and device:
-// TMA box sizes, the padded LSE/D rows, the grid).
-constexpr int kBwdBlockM = 64;
+// stepping over bwd_block_m(head_dim) query rows at a time (shared by host
+// and device: TMA box sizes, the padded LSE/D rows, the grid). Head dim 64
+// takes 128 query rows per step: its wgmmas would be half as long at 64, and
+// its dQ tile (128 x 64) then splits by rows between the two consumer
+// warpgroups, where head dim 128's (64 x 128) splits by columns (bwd_traits.cuh).
 constexpr int kBwdBlockN = 128;
+constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
 // Floats of padding after each head_dim-long row of the fp32 dQ accumulator,
 // in shared memory (rows 8 banks apart: conflict-free staging stores) and,
 // so that a staged query tile is one contiguous bulk reduce-add, in global
@@ -22,20 +25,20 @@ constexpr int kBwdBlockN = 128;
 constexpr int kBwdDQPad = 8;
 
 struct BwdKernelArgs {
-  CUtensorMap tm_q;   // box {64, kBwdBlockM}
-  CUtensorMap tm_do;  // box {64, kBwdBlockM}
+  CUtensorMap tm_q;   // box {64, bwd_block_m}
+  CUtensorMap tm_do;  // box {64, bwd_block_m}
   CUtensorMap tm_k;   // box {64, kBwdBlockN}
   CUtensorMap tm_v;   // box {64, kBwdBlockN}
   // Workspace (bwd_sm90.cu, Layout): LSE * log2(e) (+inf for a row that saw
   // no key and for the padding rows) and D = rowsum(dO * O), both
-  // [B, Hq, seqlen_q_pad] so that every query tile has 64 aligned values
-  // (the producer warp copies two per lane); the fp32 dQ accumulator
-  // [B, Hq, seqlen_q_pad, 128 + kBwdDQPad], the staging tile's layout.
+  // [B, Hq, seqlen_q_pad] so that every query tile has bwd_block_m aligned
+  // values (the producer warp copies them in float2s); the fp32 dQ accumulator
+  // [B, Hq, seqlen_q_pad, head_dim + kBwdDQPad], the staging tile's layout.
   const float* lse2;
   const float* dsum;
   float* dq_accum;
   // Deterministic mode: one counter per (batch, query head, query tile),
-  // [B, Hq, seqlen_q_pad / kBwdBlockM], zeroed; the key tiles add to a query
+  // [B, Hq, seqlen_q_pad / bwd_block_m], zeroed; the key tiles add to a query
   // tile in increasing order, each when the counter equals its rank.
   int* dq_order;
   int deterministic;

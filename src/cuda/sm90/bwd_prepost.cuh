@@ -2,7 +2,7 @@
 //
 // Preprocess: per (batch, query head, row) of the padded row range, D =
 // rowsum(dO * O) and LSE * log2(e), written [B, Hq, seqlen_q_pad] so that the
-// main kernel reads a query tile's 64 values of each, aligned and in
+// main kernel reads a query tile's bwd_block_m values of each, aligned and in
 // bounds, without per-row checks (the sm80 preprocess writes D unpadded and
 // leaves the LSE in the caller's [B, Hq, Sq] buffer). Padding
 // rows and rows that saw no key (LSE = -inf) get +inf, which makes their P

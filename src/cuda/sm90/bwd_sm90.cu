@@ -26,6 +26,31 @@ Status unsupported(const std::string& m) {
 
 constexpr int64_t kMaxSeqlen = int64_t(1) << 28;
 
+// The head dims compiled in (src/cuda/CMakeLists.txt: those of
+// FLASHATTN_HDIMS that the kernel supports, bwd_traits.cuh).
+bool head_dim_built(int64_t d) {
+#ifdef FLASHATTN_SM90_BWD_HDIM_64
+  if (d == 64) return true;
+#endif
+#ifdef FLASHATTN_SM90_BWD_HDIM_128
+  if (d == 128) return true;
+#endif
+  return false;
+}
+constexpr const char* kBuiltHeadDims = FLASHATTN_SM90_BWD_HDIMS_STR;
+
+template <class Element>
+Status launch_for_head_dim(int64_t d, const BwdKernelArgs& args, const BwdPrepArgs& prep,
+                           cudaStream_t stream) {
+#ifdef FLASHATTN_SM90_BWD_HDIM_64
+  if (d == 64) return launch_bwd<Element, 64>(args, prep, stream);
+#endif
+#ifdef FLASHATTN_SM90_BWD_HDIM_128
+  if (d == 128) return launch_bwd<Element, 128>(args, prep, stream);
+#endif
+  return unsupported("head_dim " + std::to_string(d) + " is not built");
+}
+
 Status check_device(int device) {
   int major = 0, minor = 0;
   cudaError_t e1 = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
@@ -40,7 +65,7 @@ Status check_device(int device) {
 
 // Byte layout of the workspace: lse2 [B, Hq, Sqp], dsum [B, Hq, Sqp], dQ
 // accumulator [B, Hq, Sqp, head_dim + kBwdDQPad], then the deterministic
-// mode's counters [B, Hq, Sqp / kBwdBlockM] (zeroed with the accumulator);
+// mode's counters [B, Hq, Sqp / bwd_block_m] (zeroed with the accumulator);
 // every part 256-byte aligned.
 struct Layout {
   int64_t sq_pad = 0;
@@ -48,22 +73,23 @@ struct Layout {
 };
 Layout layout(const BwdParams& p) {
   Layout l;
-  l.sq_pad = (p.seqlen_q + kBwdBlockM - 1) / kBwdBlockM * kBwdBlockM;
+  const int64_t bm = bwd_block_m(static_cast<int>(p.head_dim));
+  l.sq_pad = (p.seqlen_q + bm - 1) / bm * bm;
   const size_t bh = static_cast<size_t>(p.batch) * p.heads_q;
   const size_t rows_bytes = (bh * l.sq_pad * sizeof(float) + 255) / 256 * 256;
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
   l.order = l.dq + (bh * l.sq_pad * (p.head_dim + kBwdDQPad) * sizeof(float) + 255) / 256 * 256;
-  l.total = l.order + bh * (l.sq_pad / kBwdBlockM) * sizeof(int);
+  l.total = l.order + bh * (l.sq_pad / bm) * sizeof(int);
   return l;
 }
 
 // Every check that needs no workspace; fills the tensor maps and scalars.
 Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("dtype must be fp16 or bf16");
-  if (p.head_dim != 128) {
-    return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: 128)");
+  if (!head_dim_built(p.head_dim)) {
+    return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: " + kBuiltHeadDims + ")");
   }
   if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return unsupported("scale must be positive and finite");
@@ -83,8 +109,9 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   for (const TmaOperand* t : {&q, &dout, &k, &v}) {
     if (std::string m = tma_alignment_problem(*t, p.batch, 2); !m.empty()) return unsupported(m);
   }
-  if (std::string why = encode_tma_maps({{&args->tm_q, q, kBwdBlockM},
-                                         {&args->tm_do, dout, kBwdBlockM},
+  const int block_m = bwd_block_m(static_cast<int>(p.head_dim));
+  if (std::string why = encode_tma_maps({{&args->tm_q, q, block_m},
+                                         {&args->tm_do, dout, block_m},
                                          {&args->tm_k, k, kBwdBlockN},
                                          {&args->tm_v, v, kBwdBlockN}},
                                         p.batch, p.head_dim, p.dtype);
@@ -180,8 +207,8 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
 
     cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
     // dispatch.cpp has made p.device_index current (DeviceGuard).
-    return p.dtype == DType::BF16 ? launch_bwd<__nv_bfloat16, 128>(args, prep, stream)
-                                  : launch_bwd<__half, 128>(args, prep, stream);
+    return p.dtype == DType::BF16 ? launch_for_head_dim<__nv_bfloat16>(p.head_dim, args, prep, stream)
+                                  : launch_for_head_dim<__half>(p.head_dim, args, prep, stream);
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "sm90 backward: exception in run_backward");
   }

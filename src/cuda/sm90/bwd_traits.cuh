@@ -15,20 +15,26 @@ struct BwdTraits {
   using MmaTag = typename ElementTraits<Element>::MmaTag;
 
   static constexpr int kHeadDim = kHeadDim_;
-  // dQ is split by head-dim columns between the two consumer warpgroups
-  // (N = kHeadDim / 2 per wgmma, one 64-wide swizzle atom column each), which
-  // needs kHeadDim == 128. head_dim 64 (N = 32 from half an atom column) and
-  // 256 (K and V alone take 128 KB at 128 keys) stay on the sm80 kernels.
-  static_assert(kHeadDim == 128, "the sm90 backward is built for head_dim 128");
-  static constexpr int kAtoms = kHeadDim / 64;
-  static constexpr int kBlockM = kBwdBlockM;  // query rows per step
-  static constexpr int kBlockN = kBwdBlockN;  // keys per CTA
+  // head_dim 256 stays on the sm80 kernels: K and V alone take 128 KB at 128
+  // keys, and the Q/dO ring another 128 KB.
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "the sm90 backward is built for head_dim 64, 128");
+  static constexpr int kAtoms = kHeadDim / 64;  // 64-column (128-byte) swizzle atoms per row
+  static constexpr int kBlockM = bwd_block_m(kHeadDim);  // query rows per step
+  static constexpr int kBlockN = kBwdBlockN;             // keys per CTA
+  // dQ [kBlockM x kHeadDim] = dS K over the kBlockN keys, one 64-row wgmma
+  // per consumer warpgroup: with 64 query rows each warpgroup takes half of
+  // the head-dim columns (one atom column of K); with 128 rows each takes
+  // its 64 rows (one atom column of dS^T) and every column.
+  static constexpr bool kDQSplitRows = kBlockM == 128;
+  static_assert(kDQSplitRows ? kAtoms == 1 : (kBlockM == 64 && kAtoms == 2), "");
+  static constexpr int kDQN = kDQSplitRows ? kHeadDim : kHeadDim / 2;  // dQ wgmma N
   static constexpr int kStages = 2;           // Q/dO/LSE/D ring depth
+  static constexpr int kSubTiles = kBlockM / 64;  // 64-query sub-tiles per step (bwd_kernel.cuh)
 
   // Warpgroup 0 produces: warp 0 loads (TMA), warp 1 writes dQ (bulk
   // reduce-add of the staged tile). Warpgroups 1 and 2 each own 64 of the
-  // kBlockN keys: S^T, dP^T, dV and dK for their keys, and half of dQ's
-  // head-dim columns.
+  // kBlockN keys: S^T, dP^T, dV and dK for their keys, and half of dQ
+  // (kDQSplitRows).
   static constexpr int kConsumerWGs = 2;
   static_assert(kConsumerWGs * 64 == kBlockN, "");
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
@@ -39,7 +45,7 @@ struct BwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // K or V
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;   // one Q or dO stage
   static constexpr int kRowBytes = kBlockM * 4;            // one stage of LSE or D
-  static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T [key][query]
+  static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T [key][query], kBlockM / 64 atom columns
   // dQ staging for the bulk reduce-add, fp32 [query][kHeadDim + 8]: the pad
   // of 8 floats puts rows 8 banks apart, so a warp's float2 stores (8 rows x
   // 4 lanes) fill 32 banks twice, the minimum. The global accumulator has the
