@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reference/reference.hpp"
+#include "reference/rule.hpp"
 #include "support/check.hpp"
 #include "support/half.hpp"
 #include "reference/naive_same_dtype.hpp"
@@ -213,6 +214,27 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, RuleSensitivity,
                                               : i.param == DType::F16 ? "f16"
                                                                       : "bf16");
                          });
+
+// The fp16/bf16 rule's allowance for the output's own rounding (rule.hpp):
+// half an ulp at each element. The H200 case passes; two ulps, or one ulp of
+// the largest element on a small element, still fail; fp32 has none.
+TEST(CorrectnessRule, HalfUlpOfOutputRoundingOnly) {
+  using flashattn::reference::judge;
+  const double m = 0;  // no fp32 noise floor
+  // The H200 dQ element (bf16 ulp at 1.19 = 2^-7), the naive 0.0025 off elsewhere.
+  const Vec ref = {-1.1875278444636244, 0.0123, 0.5};
+  const Vec naive = {-1.1875, 0.0123 + 0.0025, 0.5};
+  EXPECT_TRUE(judge(DType::BF16, {-1.1796875, 0.0123, 0.5}, ref, naive, 113, 64, m).pass());
+  EXPECT_FALSE(judge(DType::BF16, {-1.171875, 0.0123, 0.5}, ref, naive, 113, 64, m).pass());  // 2 ulp
+  EXPECT_FALSE(judge(DType::BF16, {-1.1875, 0.0123 + 0.0078, 0.5}, ref, naive, 113, 64, m).pass());
+  // fp16 (ulp at 0.5 = 2^-11): exact 0.3 ulp above 0.5, the naive rounded down.
+  const double u = std::ldexp(1.0, -11);
+  const Vec ref16 = {-1.1875, 0.0123, 0.5 + 0.3 * u}, naive16 = {-1.1875, 0.0123, 0.5};
+  EXPECT_TRUE(judge(DType::F16, {-1.1875, 0.0123, 0.5 + u}, ref16, naive16, 113, 64, m).pass());
+  EXPECT_FALSE(judge(DType::F16, {-1.1875, 0.0123, 0.5 + 2 * u}, ref16, naive16, 113, 64, m).pass());
+  // fp32: judged on |out - ref| itself.
+  EXPECT_FALSE(judge(DType::F32, {-1.1796875, 0.0123, 0.5}, ref, {}, 113, 64, m).pass());
+}
 
 }  // namespace
 }  // namespace fa_test

@@ -192,7 +192,7 @@ std::vector<double> dbl16(const std::vector<uint16_t>& x, DType dt) {
 
 ::testing::AssertionResult judged(const char* what, const flashattn::reference::ErrorStats& e) {
   if (e.pass()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": max err " << e.max_err << " > tol " << e.tol << " (naive "
+  return ::testing::AssertionFailure() << what << ": max err " << e.judged_err << " (less half an ulp) > tol " << e.tol << " (naive "
                                        << e.naive_err << ", max|ref| " << e.max_ref << ", bad " << e.bad << ")";
 }
 

@@ -70,7 +70,7 @@ std::vector<double> dbl(const std::vector<float>& x) { return {x.begin(), x.end(
 
 ::testing::AssertionResult judged(const char* what, const R::ErrorStats& e) {
   if (e.pass()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": max err " << e.max_err << " > tol " << e.tol << " (naive "
+  return ::testing::AssertionFailure() << what << ": max err " << e.judged_err << " (less half an ulp) > tol " << e.tol << " (naive "
                                        << e.naive_err << ", max|ref| " << e.max_ref << ", bad " << e.bad << ")";
 }
 

@@ -265,7 +265,7 @@ void run(const Packed& d, const std::vector<uint16_t>* in[5], const float* lse, 
 
 ::testing::AssertionResult judged(const std::string& what, const R::ErrorStats& e) {
   if (e.pass()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": max err " << e.max_err << " > tol " << e.tol << " (naive "
+  return ::testing::AssertionFailure() << what << ": max err " << e.judged_err << " (less half an ulp) > tol " << e.tol << " (naive "
                                        << e.naive_err << ", max|ref| " << e.max_ref << ", bad " << e.bad << ")";
 }
 

@@ -14,6 +14,16 @@ double max_abs(const std::vector<double>& x) {
   return m;
 }
 
+// One quantum of the dtype at |x| (fp16: 10 fraction bits, subnormal step
+// 2^-24; bf16: 7, normal down to 2^-126).
+double ulp_at(DType dt, double x) {
+  const int frac = dt == DType::F16 ? 10 : 7;
+  const int min_exp = dt == DType::F16 ? -14 : -126;
+  const double a = std::abs(x);
+  const int e = a > 0 ? std::max(std::ilogb(a), min_exp) : min_exp;
+  return std::ldexp(1.0, e - frac);
+}
+
 double max_row_norm(const std::vector<double>& x, int64_t D) {
   double m = 0;
   for (size_t r = 0; r + size_t(D) <= x.size(); r += size_t(D)) {
@@ -89,6 +99,14 @@ ErrorStats judge(DType dt, const std::vector<double>& out, const std::vector<dou
                  const std::vector<double>& naive, int64_t reduce_len, int64_t head_dim,
                  double magnitude) {
   ErrorStats s = measure(out, ref, naive);
+  s.judged_err = s.max_err;
+  if (dt != DType::F32 && !s.size_mismatch) {
+    s.judged_err = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!std::isfinite(ref[i]) || !std::isfinite(out[i])) continue;  // counted in s.bad
+      s.judged_err = std::max(s.judged_err, std::abs(out[i] - ref[i]) - 0.5 * ulp_at(dt, ref[i]));
+    }
+  }
   // The floor applies to fp16/bf16 too: where the exact result cancels to 0
   // the naive run can cancel exactly as well, while a kernel that sums in
   // another order keeps fp32 residue (seen on the H200: dQ = 1.8e-7 against
@@ -103,6 +121,7 @@ ErrorStats judge(DType dt, const std::vector<double>& out, const std::vector<dou
 ErrorStats judge_lse(const std::vector<double>& out, const std::vector<double>& ref,
                      const std::vector<double>& naive, int64_t head_dim) {
   ErrorStats s = measure(out, ref, naive);
+  s.judged_err = s.max_err;
   s.tol = 2.0 * s.naive_err +
           16.0 * kEps32 * std::sqrt(static_cast<double>(head_dim)) * std::max(1.0, s.max_ref);
   return s;

@@ -2,7 +2,16 @@
 // `flashattn run --check`.
 //
 // fp16 / bf16 (out = kernel, ref = fp64 reference, naive = naive_same_dtype):
-//     max|out - ref| <= 2 * max|naive - ref| + atol
+//     max over elements of (|out - ref| - ulp(ref) / 2) <= 2 * max|naive - ref| + atol
+//   ulp(x) = the dtype's quantum at |x|. The rule bounds the kernel's error
+//   before its output is rounded to the dtype; that last rounding adds up to
+//   half an ulp at the element, which max|naive - ref| does not always
+//   contain: where the naive rounds its largest elements well, a kernel whose
+//   fp32 value lies a little further from the exact one, across a rounding
+//   midpoint, is a whole ulp off (seen on the H200: dQ -1.1796875 against
+//   ref -1.18753, 1.004 bf16 ulps, with max|naive - ref| = 0.0025, a third of
+//   an ulp). Per element, the allowance stays tiny for the small elements,
+//   unlike an atol of one ulp of max|ref| (FlashAttention-3's tests).
 // fp32 (no lower-precision yardstick; compared with fp64 directly):
 //     max|out - ref| <= 8 * eps32 * sqrt(L * D) * max|ref| + atol
 //   L = the longest sum behind one output element: seqlen_k for out and dq
@@ -42,11 +51,14 @@ namespace flashattn::reference {
 
 struct ErrorStats {
   double max_err = 0, naive_err = 0, max_ref = 0, tol = 0;
+  // What the tolerance bounds: max(|out - ref| - ulp(ref) / 2) for
+  // fp16/bf16 (above), max|out - ref| for fp32 and the LSE.
+  double judged_err = 0;
   int64_t worst_index = -1;
   int64_t bad = 0;  // NaN, or infinite where ref is finite, or -inf mismatches
   int64_t first_bad = -1;
   bool size_mismatch = false;
-  bool pass() const { return !size_mismatch && bad == 0 && max_err <= tol; }
+  bool pass() const { return !size_mismatch && bad == 0 && judged_err <= tol; }
 };
 
 // The scale M of the terms behind each output (see above).

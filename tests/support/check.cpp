@@ -16,6 +16,7 @@ namespace {
   std::ostringstream m;
   m << what << ": max|out-ref| = " << s.max_err << " (at " << s.worst_index << "), tol = " << s.tol
     << ", max|naive-ref| = " << s.naive_err << ", max|ref| = " << s.max_ref;
+  if (s.judged_err != s.max_err) m << ", less half an ulp: " << s.judged_err;
   if (s.bad) {
     return ::testing::AssertionFailure()
            << m.str() << "; " << s.bad << " elements NaN/inf or -inf mismatched, first at "
