@@ -19,10 +19,7 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
     return Status::Error(ErrorCode::CudaError,
                          std::string("sm90 backward: ") + what + ": " + cudaGetErrorString(e));
   };
-  const size_t dq_bytes = static_cast<size_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad *
-                          T::kDQStride * sizeof(float);
-  cudaError_t e = cudaMemsetAsync(prep.dq_accum, 0, dq_bytes, stream);
-  if (e != cudaSuccess) return fail("cudaMemsetAsync", e);
+  cudaError_t e = cudaSuccess;
   if (args.deterministic) {
     const size_t order_bytes = static_cast<size_t>(prep.batch) * prep.heads_q *
                                (prep.seqlen_q_pad / T::kBlockM) * sizeof(int);
@@ -30,8 +27,11 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
       return fail("cudaMemsetAsync", e);
     }
   }
+  // D, LSE * log2(e), and the dQ accumulator zeroed (bwd_prepost.cuh).
   const int64_t rows = static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad;
-  bwd_sm90_preprocess<Element><<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(prep);
+  const int64_t rows_per_block = 256 / (kHeadDim / 8);
+  bwd_sm90_preprocess<Element, kHeadDim>
+      <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);
 
   auto* kernel = &bwd_kernel<T>;
