@@ -169,6 +169,17 @@ def _bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, window_left, windo
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
 
 
+def no_gradient_outputs(ctx, *outputs):
+    """Marks outputs that carry no gradient (lse, a dropout mask) and stops
+    autograd from filling a zero tensor for each of them before every
+    backward: the backward never reads one. (The fill cost ~0.4 ms of host
+    time per call on the H200 machine, 45% of a seqlen-512 backward as the
+    benchmark times it.) out's gradient then arrives as None when it has
+    none (gradcheck does that): the backwards return None, a zero gradient."""
+    ctx.mark_non_differentiable(*outputs)
+    ctx.set_materialize_grads(False)
+
+
 def _setup_context(ctx, inputs, output):
     q, k, v, softmax_scale, causal, window_left, window_right, softcap, deterministic = inputs
     out, lse = output
@@ -176,10 +187,12 @@ def _setup_context(ctx, inputs, output):
     ctx.params = (softmax_scale, causal, window_left, window_right, softcap, deterministic)
     # lse is an output for callers (e.g. to merge partial attentions); like
     # flash-attn, its gradient is not propagated.
-    ctx.mark_non_differentiable(lse)
+    no_gradient_outputs(ctx, lse)
 
 
 def _backward(ctx, dout, dlse):
+    if dout is None:  # no_gradient_outputs
+        return (None,) * 9
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = torch.ops.flashattn.bwd(dout, q, k, v, out, lse, *ctx.params)
     return dq, dk, dv, None, None, None, None, None, None
@@ -199,12 +212,14 @@ class _EagerAttention(torch.autograd.Function):
                              deterministic)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.params = (softmax_scale, causal, window_left, window_right, softcap, deterministic)
-        ctx.mark_non_differentiable(lse)
+        no_gradient_outputs(ctx, lse)
         return out, lse
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout, dlse):
+        if dout is None:  # no_gradient_outputs
+            return (None,) * 9
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, *ctx.params)
         return dq, dk, dv, None, None, None, None, None, None

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from . import _capi
-from ._torch_ops import _device, _empty_bshd, _lse_values, _raw_stream, _view
+from ._torch_ops import _device, _empty_bshd, _lse_values, _raw_stream, _view, no_gradient_outputs
 
 
 def _slopes_values(slopes: Optional[Tensor], q: Tensor, batch: int, heads: int) -> tuple:
@@ -135,10 +135,12 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, out, lse, alibi_slopes)
     ctx.params = (softmax_scale, causal, window_left, window_right, softcap, dropout_p, seed,
                   offset, deterministic)
-    ctx.mark_non_differentiable(lse, mask)
+    no_gradient_outputs(ctx, lse, mask)
 
 
 def _backward(ctx, dout, dlse, dmask):
+    if dout is None:  # no_gradient_outputs
+        return (None,) * 14
     q, k, v, out, lse, alibi_slopes = ctx.saved_tensors
     (softmax_scale, causal, window_left, window_right, softcap, dropout_p, seed, offset,
      deterministic) = ctx.params

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from . import _capi
-from ._torch_ops import _DTYPES, _device, _raw_stream
+from ._torch_ops import _DTYPES, _device, _raw_stream, no_gradient_outputs
 
 
 def _tv(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, "_capi.Tensor"]:
@@ -125,10 +125,12 @@ def _varlen_setup(ctx, inputs, output):
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
     ctx.params = inputs[5:]
-    ctx.mark_non_differentiable(lse)
+    no_gradient_outputs(ctx, lse)
 
 
 def _varlen_backward(ctx, dout, dlse):
+    if dout is None:  # no_gradient_outputs
+        return (None,) * 13
     q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
     max_q, max_k, *opts = ctx.params
     dq, dk, dv = torch.ops.flashattn.varlen_bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k,

@@ -224,12 +224,14 @@ class _RingFlashAttn(torch.autograd.Function):
         out = out.to(q.dtype)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.scale, ctx.causal, ctx.ring = scale, causal, ring  # the layout, gathered once
-        ctx.mark_non_differentiable(lse)
+        _torch_ops.no_gradient_outputs(ctx, lse)
         return out, lse
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout, dlse):
+        if dout is None:  # _torch_ops.no_gradient_outputs
+            return (None,) * 6
         q, k, v, out, lse = ctx.saved_tensors
         scale, causal, ring = ctx.scale, ctx.causal, ctx.ring
         B, Sq = q.shape[:2]
