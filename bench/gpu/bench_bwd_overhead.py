@@ -9,8 +9,9 @@ Per shape (bf16, 16k tokens, 2048 hidden): "grad event", the CUDA-event median
 of torch.autograd.grad as bench_peers times it; "back-to-back", 20 calls queued
 (event time / 20: the device time when host and device overlap); "host", the
 wall time of one call's host part; then the same for _bwd_impl (no autograd)
-and for SDPA's cuDNN backend. At d128/512 also a torch.profiler table of five
-grad calls (where the host time goes).
+and for SDPA's cuDNN backend; the causal forward likewise. At d128/512 also
+torch.profiler tables of five grad calls and five forward calls (where the
+host time goes).
 """
 import sys, time, os, torch
 sys.path.insert(0, "bench/gpu")
@@ -35,6 +36,13 @@ for d, n in ((128, 512), (64, 512), (128, 2048)):
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         oc = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)
     fc = lambda: torch.autograd.grad(oc, (q, k, v), g, retain_graph=True)
+    ff = lambda: flashattn.flash_attn_func(q, k, v, causal=True)
+    fd = lambda: T._fwd_impl(q.detach(), k.detach(), v.detach(), d ** -0.5, True, -1, -1, 0.0, False)
+    def fc_f():
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+    print(f"d{d} s{n} causal fwd: event {median_ms(ff, repeat=30):.3f} ms, back-to-back {cuda_time_ms(ff, iters=20):.3f} ms, host {host_us(ff):.0f} us | "
+          f"_fwd_impl event {median_ms(fd, repeat=30):.3f}, host {host_us(fd):.0f} us | cudnn event {median_ms(fc_f, repeat=30):.3f}, host {host_us(fc_f):.0f} us", flush=True)
     print(f"d{d} s{n}: grad event {median_ms(f, repeat=30):.3f} ms, back-to-back {cuda_time_ms(f, iters=20):.3f} ms, host {host_us(f):.0f} us | "
           f"_bwd_impl event {median_ms(direct, repeat=30):.3f}, host {host_us(direct):.0f} us | cudnn grad event {median_ms(fc, repeat=30):.3f}, host {host_us(fc):.0f} us", flush=True)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -42,4 +50,8 @@ for d, n in ((128, 512), (64, 512), (128, 2048)):
         torch.cuda.synchronize()
     if d == 128 and n == 512:
         print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=14, max_name_column_width=60))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(5): ff()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=12, max_name_column_width=60))
     del q, k, v, o, g, out, lse, oc
