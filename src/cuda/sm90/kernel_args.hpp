@@ -23,7 +23,10 @@ namespace flashattn::detail::cuda::sm90 {
 #endif
 // Query rows per CTA = 64 x the number of consumer warpgroups. head_dim 64
 // uses three (FA3's 192 x 128 tile): its softmax (MUFU ex2) costs as much as
-// its MMAs, and a third warpgroup interleaves them better (+12% at 16k).
+// its MMAs, and a third warpgroup interleaves them better (+12% at 16k). Short
+// causal / windowed head_dim 64 problems take 128-row tiles instead
+// (kShortMaskedBlockM, chosen per call by sm90_forward.cu): there the 192-row
+// tile's larger diagonal waste cost 14% at 512-1k tokens.
 #ifndef FLASHATTN_SM90_BLOCKM_HD64
 #define FLASHATTN_SM90_BLOCKM_HD64 192
 #endif
@@ -35,6 +38,11 @@ constexpr int block_n_for(int head_dim) {
          : head_dim <= 128 ? FLASHATTN_SM90_BLOCKN_HD128
                            : FLASHATTN_SM90_BLOCKN_HD256;
 }
+
+// head_dim 64 with a right mask bound (causal, windows) and at most this many
+// query rows runs the 128-row tile.
+constexpr int kShortMaskedBlockM = 128;
+constexpr int64_t kShortMaskedMaxSeqlenQ = 1024;
 
 struct KernelArgs {
   CUtensorMap tm_q;  // box {64, block_m}
@@ -53,6 +61,7 @@ struct KernelArgs {
   float scale_log2;  // scale * log2(e): exp(scale*(s-m)) = exp2(s*scale_log2 - m*scale_log2)
   int longest_first;  // causal/window: schedule the m blocks with the most keys first
   int pingpong;       // consumer warpgroups take turns issuing wgmmas (2 consumers only)
+  int block_m;        // the instantiation's query rows per tile (host: which one to launch)
 };
 
 }  // namespace flashattn::detail::cuda::sm90

@@ -33,7 +33,7 @@ struct ElementTraits<__half> {
   }
 };
 
-template <class Element_, int kHeadDim_>
+template <class Element_, int kHeadDim_, int kBlockM_ = block_m_for(kHeadDim_)>
 struct FwdTraits {
   using Element = Element_;
   using MmaTag = typename ElementTraits<Element>::MmaTag;
@@ -41,7 +41,7 @@ struct FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static_assert(kHeadDim % 64 == 0, "head_dim must be a whole number of 128-byte swizzle atoms");
   static constexpr int kAtoms = kHeadDim / 64;
-  static constexpr int kBlockM = block_m_for(kHeadDim);
+  static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = block_n_for(kHeadDim);
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "S tile width must be a wgmma N");
 

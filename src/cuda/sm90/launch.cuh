@@ -10,9 +10,9 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-template <class Element, int kHeadDim>
+template <class Element, int kHeadDim, int kBlockM>
 Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
-  using T = FwdTraits<Element, kHeadDim>;
+  using T = FwdTraits<Element, kHeadDim, kBlockM>;
   auto* kernel = &fwd_kernel<T>;
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);

@@ -9,7 +9,7 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-template <class Element, int kHeadDim>
+template <class Element, int kHeadDim, int kBlockM = block_m_for(kHeadDim)>
 Status launch_fwd(const KernelArgs& args, cudaStream_t stream);
 
 }  // namespace flashattn::detail::cuda::sm90

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "kernel_args.hpp"
@@ -59,6 +60,21 @@ Status check_device(int device) {
   return Status::Ok();
 }
 
+// Query rows per tile: block_m_for's, except for short head_dim 64 problems
+// with a right mask bound (kernel_args.hpp). FLASHATTN_SM90_HD64_BLOCKM=128 or
+// 192 forces one for A/B timing (bench/sm90/NOTES.md).
+int choose_block_m(int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
+  const int d = static_cast<int>(head_dim);
+  if (d != 64) return block_m_for(d);
+  static const int forced = [] {
+    const char* e = std::getenv("FLASHATTN_SM90_HD64_BLOCKM");
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v == kShortMaskedBlockM || v == block_m_for(64) ? v : 0;
+  }();
+  if (forced != 0) return forced;
+  return right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ ? kShortMaskedBlockM : block_m_for(d);
+}
+
 bool is_empty(const FwdParams& p) {
   return p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0;
 }
@@ -96,7 +112,9 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   for (const TmaOperand* t : {&q, &k, &v, &o}) {
     if (std::string m = tma_alignment_problem(*t, p.batch, esize); !m.empty()) return invalid(m);
   }
-  const int block_m = block_m_for(static_cast<int>(p.head_dim));
+  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
+  auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
+  const int block_m = choose_block_m(p.head_dim, clamp_window(p.window_right) >= 0, sq);
   const int block_n = block_n_for(static_cast<int>(p.head_dim));
   if (std::string why = encode_tma_maps({{&args->tm_q, q, block_m},
                                          {&args->tm_k, k, block_n},
@@ -107,8 +125,7 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
     return unsupported(why);
   }
 
-  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
-  auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
+  args->block_m = block_m;
   args->lse = p.lse;
   args->out = p.out;
   args->o_stride_batch = p.o_str.batch;
@@ -194,6 +211,10 @@ Status run_forward(const FwdParams& p) noexcept {
     const bool bf16 = p.dtype == DType::BF16;
     switch (p.head_dim) {
       case 64:
+        if (args.block_m == kShortMaskedBlockM) {
+          return bf16 ? launch_fwd<__nv_bfloat16, 64, kShortMaskedBlockM>(args, stream)
+                      : launch_fwd<__half, 64, kShortMaskedBlockM>(args, stream);
+        }
         return bf16 ? launch_fwd<__nv_bfloat16, 64>(args, stream) : launch_fwd<__half, 64>(args, stream);
       case 128:
         return bf16 ? launch_fwd<__nv_bfloat16, 128>(args, stream)
