@@ -7,11 +7,17 @@ Achieved bandwidth = K/V bytes read (2 * batch * context * 8 * 128 * 2 bytes)
 / median time, set against the device's copy bandwidth measured in the same
 run (torch copy_ of 2 GiB: read + write bytes / time). Caches are rotated
 over several copies when one is smaller than 512 MB, so that the L2 (50 MB)
-never holds the next call's cache. CUDA events, 5 warm-up calls, median of 20.
+never holds the next call's cache. CUDA events, 5 warm-up calls, median of 20
+single calls (ms: host time before the launch included, the cost of one
+isolated call) and, as ms_stream, the event time of 20 calls queued back to
+back / 20 (median of 5 blocks: host and device overlap, so when the kernels
+take longer than the host path this is the device's time, the throughput of a
+decode loop).
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_decode.py out.csv
 
-CSV: impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy (+ header lines with
+CSV: impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy,ms_stream,gbps_stream,
+frac_copy_stream (+ header lines with
 device, driver, date, commit, torch version).
 """
 import datetime
@@ -25,7 +31,7 @@ import torch.nn.functional as F
 import flashattn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import median_ms  # noqa: E402  (bench/gpu/timing.py)
+from timing import cuda_time_ms, median_ms  # noqa: E402  (bench/gpu/timing.py)
 
 HQ, HKV, D = 64, 8, 128
 
@@ -48,7 +54,7 @@ def main():
     lines = [f"# device={dev} driver={drv} date={datetime.datetime.now(datetime.timezone.utc).isoformat()} commit={commit} "
              f"torch={torch.__version__} flashattn={flashattn.library_version()}",
              f"# copy_gbps={copy_gbps:.0f}",
-             "impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy"]
+             "impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy,ms_stream,gbps_stream,frac_copy_stream"]
     print("\n".join(lines), flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
     for batch in (1, 8, 64):
@@ -83,12 +89,15 @@ def main():
             for impl, f in (("flashattn", fa), ("torch_sdpa", sdpa)):
                 try:
                     ms = median_ms(f)
+                    ms_stream = cuda_time_ms(f, iters=20)
                 except RuntimeError as e:  # e.g. out of memory in a fallback backend
                     print(f"# {impl} batch={batch} context={ctx}: {str(e).splitlines()[0]}", flush=True)
                     torch.cuda.empty_cache()
                     continue
                 gbps = kv_bytes / (ms * 1e-3) / 1e9
-                line = f"{impl},{batch},{ctx},{HQ},{HKV},{D},{ms:.4f},{kv_bytes / 1e9:.4f},{gbps:.0f},{gbps / copy_gbps:.3f}"
+                gbps_s = kv_bytes / (ms_stream * 1e-3) / 1e9
+                line = (f"{impl},{batch},{ctx},{HQ},{HKV},{D},{ms:.4f},{kv_bytes / 1e9:.4f},{gbps:.0f},"
+                        f"{gbps / copy_gbps:.3f},{ms_stream:.4f},{gbps_s:.0f},{gbps_s / copy_gbps:.3f}")
                 print(line, flush=True)
                 lines.append(line)
             print(f"# max|flashattn - sdpa| = {err:.3g} (batch {batch}, context {ctx})", flush=True)
