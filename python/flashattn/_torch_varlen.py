@@ -21,8 +21,9 @@ from . import _capi
 from ._torch_ops import _DTYPES, _device, _raw_stream, no_gradient_outputs
 
 
-def _tv(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, "_capi.Tensor"]:
-    """(tensor used, its fa_tensor). Last dim made contiguous if it is not."""
+def _checked(name: str, t: Tensor, ndim: int, index: bool) -> Tuple[Tensor, int, int, int]:
+    """(tensor used, dtype code, device, device index) after the checks that
+    _tv and _tvals share. Last dim made contiguous if it is not."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
     if index:
@@ -43,6 +44,12 @@ def _tv(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, "
     dev, idx = _device(t)
     if dev is None:
         raise _capi.InvalidArgumentError(f"{name}: device {t.device} is not supported")
+    return t, code, dev, idx
+
+
+def _tv(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, "_capi.Tensor"]:
+    """(tensor used, its fa_tensor)."""
+    t, code, dev, idx = _checked(name, t, ndim, index)
     return t, _capi.make_tensor(t.data_ptr(), code, dev, idx, list(t.shape), list(t.stride()))
 
 
@@ -149,26 +156,7 @@ _PAD = (0, 0, 0, 0)
 def _tvals(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, tuple]:
     """_tv's checks, returning the 13 packed fa_tensor values (_capi.TENSOR_FORMAT)
     instead of a ctypes structure (hot path: no per-field ctypes writes)."""
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-    if index:
-        if t.dtype != torch.int32:
-            raise _capi.InvalidArgumentError(f"{name}: expected dtype torch.int32, got {t.dtype}")
-        t = t.contiguous()
-        code = _capi.FA_I32
-    else:
-        code = _DTYPES.get(t.dtype)
-        if code is None:
-            raise _capi.InvalidArgumentError(
-                f"{name}: dtype {t.dtype} is not supported; expected float32, float16 or bfloat16")
-        if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
-            t = t.contiguous()
-    if t.dim() != ndim:
-        raise _capi.InvalidArgumentError(
-            f"{name}: expected {ndim} dimensions, got shape {tuple(t.shape)}")
-    dev, idx = _device(t)
-    if dev is None:
-        raise _capi.InvalidArgumentError(f"{name}: device {t.device} is not supported")
+    t, code, dev, idx = _checked(name, t, ndim, index)
     pad = _PAD[ndim:]
     return t, (t.data_ptr(), code, dev, idx, ndim, *t.shape, *pad, *t.stride(), *pad)
 

@@ -4,6 +4,7 @@
 // (host code: reads cu_seqlens / seqlens_k, so CPU pointers only).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -85,6 +86,26 @@ inline BwdParams sequence_params(const BwdParams& p, int64_t b, const SeqLens& s
   r.dv = advance(p.dv, offset(p.dv_str, b, s.k_off), p.dtype);
   r.lse = p.lse + b * p.lse_batch_stride + s.q_off;
   return r;
+}
+
+// A varlen batch runs one sequence after another, each with the padded
+// kernel on that sequence's params: its workspace and task count are the
+// largest any one sequence needs.
+template <class Params, class F>
+auto max_over_sequences(const Params& p, F&& f) {
+  decltype(f(p)) most{};
+  for (int64_t b = 0; b < p.batch; ++b) most = std::max(most, f(sequence_params(p, b, seq_lens(p, b))));
+  return most;
+}
+
+// Calls f(sequence params) for every sequence with queries or keys (one with
+// no queries still writes its zero dK, dV; one with no keys its zero dQ).
+template <class Params, class F>
+void for_each_sequence(const Params& p, F&& f) {
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const Params sp = sequence_params(p, b, seq_lens(p, b));
+    if (sp.seqlen_q > 0 || sp.seqlen_k > 0) f(sp);
+  }
 }
 
 }  // namespace flashattn::detail

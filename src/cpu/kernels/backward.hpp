@@ -81,27 +81,17 @@ inline BwdLayout bwd_layout(const BwdParams& p, int nthreads) {
   return L;
 }
 
-// Varlen runs one sequence after another (each over all threads, with the
-// padded kernel on that sequence's params): workspace and thread count are
-// the largest any one sequence needs.
+// Varlen: the largest any one sequence needs (max_over_sequences).
 inline size_t backward_workspace_floats(const BwdParams& p, int nthreads) {
   if (p.varlen()) {
-    size_t most = 0;
-    for (int64_t b = 0; b < p.batch; ++b)
-      most = std::max(most, backward_workspace_floats(sequence_params(p, b, seq_lens(p, b)), nthreads));
-    return most;
+    return max_over_sequences(p, [&](const BwdParams& s) { return backward_workspace_floats(s, nthreads); });
   }
   BwdLayout L = bwd_layout(p, nthreads);
   return size_t(L.chunk) * L.per_group + size_t(nthreads) * L.per_thread;
 }
 
 inline int64_t backward_tasks(const BwdParams& p) {
-  if (p.varlen()) {
-    int64_t most = 0;
-    for (int64_t b = 0; b < p.batch; ++b)
-      most = std::max(most, backward_tasks(sequence_params(p, b, seq_lens(p, b))));
-    return most;
-  }
+  if (p.varlen()) return max_over_sequences(p, [](const BwdParams& s) { return backward_tasks(s); });
   int64_t a = p.batch * p.heads_kv * ((p.seqlen_k + BC - 1) / BC);
   int64_t b = p.batch * p.heads_q * ((p.seqlen_q + BR - 1) / BR);
   return std::max(a, b);
@@ -315,10 +305,7 @@ void backward_t(const BwdParams& p, float* ws, int nthreads) {
 template <class T>
 void backward_varlen(const BwdParams& p, float* ws, int nthreads) {
   if (!p.varlen()) return backward_t<T>(p, ws, nthreads);
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const BwdParams sp = sequence_params(p, b, seq_lens(p, b));
-    if (sp.seqlen_q > 0 || sp.seqlen_k > 0) backward_t<T>(sp, ws, nthreads);
-  }
+  for_each_sequence(p, [&](const BwdParams& sp) { backward_t<T>(sp, ws, nthreads); });
 }
 
 inline void backward(const BwdParams& p, float* ws, int nthreads) {

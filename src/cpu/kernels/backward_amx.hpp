@@ -76,10 +76,7 @@ inline BwdLayoutAmx bwd_layout_amx(const BwdParams& p, int nthreads) {
 
 inline size_t backward_workspace_floats_amx(const BwdParams& p, int nthreads) {
   if (p.varlen()) {
-    size_t most = 0;
-    for (int64_t b = 0; b < p.batch; ++b)
-      most = std::max(most, backward_workspace_floats_amx(sequence_params(p, b, seq_lens(p, b)), nthreads));
-    return most;
+    return max_over_sequences(p, [&](const BwdParams& s) { return backward_workspace_floats_amx(s, nthreads); });
   }
   const BwdLayoutAmx L = bwd_layout_amx(p, nthreads);
   return size_t(L.chunk) * L.per_group + size_t(nthreads) * L.per_thread;
@@ -266,10 +263,7 @@ inline void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
 
 inline void backward_amx(const BwdParams& p, float* ws, int nthreads) {
   if (!p.varlen()) return backward_amx_t(p, ws, nthreads);
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const BwdParams sp = sequence_params(p, b, seq_lens(p, b));
-    if (sp.seqlen_q > 0 || sp.seqlen_k > 0) backward_amx_t(sp, ws, nthreads);
-  }
+  for_each_sequence(p, [&](const BwdParams& sp) { backward_amx_t(sp, ws, nthreads); });
 }
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
