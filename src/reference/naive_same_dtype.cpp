@@ -125,12 +125,14 @@ void naive_forward(const Problem& p, flashattn::DType dt, const std::vector<doub
 void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<double>& qd,
                     const std::vector<double>& kd, const std::vector<double>& vd,
                     const std::vector<double>& doutd, std::vector<double>* dq,
-                    std::vector<double>* dk, std::vector<double>* dv) {
+                    std::vector<double>* dk, std::vector<double>* dv,
+                    const std::vector<double>* given_out) {
   const Dims d(p);
   std::vector<double> outd, lsed;
   naive_forward(p, dt, qd, kd, vd, &outd, &lsed);
   const std::vector<float> q = to_float(qd), k = to_float(kd), v = to_float(vd),
-                           dO = to_float(doutd), O = to_float(outd);
+                           dO = to_float(doutd),
+                           O = to_float(given_out != nullptr && given_out->size() == outd.size() ? *given_out : outd);
   dq->assign(qd.size(), 0.0);
   dk->assign(kd.size(), 0.0);
   dv->assign(vd.size(), 0.0);

@@ -19,10 +19,16 @@ void naive_forward(const Problem& pb, flashattn::DType dt, const std::vector<dou
                    const std::vector<double>& k, const std::vector<double>& v,
                    std::vector<double>* out, std::vector<double>* lse);
 
-// Runs its own forward for O and the LSE, then the backward.
+// Runs its own forward for O and the LSE, then the backward. given_out,
+// when not null, is the O (in the dtype) that the backward under test was
+// given (its forward's output): D = rowsum(dO o O) then comes from the same
+// rounded O, so the yardstick carries the same error from O's rounding as the
+// kernel must (on small problems that error dominates dQ, and the naive's
+// own O could round more kindly; the fuzz oracle found a 2.7x case).
 void naive_backward(const Problem& pb, flashattn::DType dt, const std::vector<double>& q,
                     const std::vector<double>& k, const std::vector<double>& v,
                     const std::vector<double>& dout, std::vector<double>* dq,
-                    std::vector<double>* dk, std::vector<double>* dv);
+                    std::vector<double>* dk, std::vector<double>* dv,
+                    const std::vector<double>* given_out = nullptr);
 
 }  // namespace flashattn::reference

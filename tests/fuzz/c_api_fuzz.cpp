@@ -234,9 +234,15 @@ void expect_rule(const char* what, int32_t dt, const std::vector<double>& out,
   const bool below_fp32 = !s.size_mismatch && s.bad == 0 &&
                           s.max_err <= 2.0 * std::numeric_limits<float>::denorm_min();
   if (!s.pass() && !below_fp32) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "max_err %.3g tol %.3g (max_ref %.3g naive_err %.3g) bad %lld at %lld",
-                  s.max_err, s.tol, s.max_ref, s.naive_err, (long long)s.bad, (long long)s.worst_index);
+    char buf[320];
+    const int64_t w = s.worst_index;
+    const bool has = w >= 0 && size_t(w) < out.size();
+    std::snprintf(buf, sizeof buf,
+                  "max_err %.3g judged %.3g tol %.3g (max_ref %.3g naive_err %.3g) bad %lld at %lld: "
+                  "out %.6g ref %.6g naive %.6g",
+                  s.max_err, s.judged_err, s.tol, s.max_ref, s.naive_err, (long long)s.bad, (long long)w,
+                  has ? out[size_t(w)] : 0.0, has ? ref[size_t(w)] : 0.0,
+                  has && size_t(w) < naive.size() ? naive[size_t(w)] : 0.0);
     fail(what, buf);
   }
 }
@@ -723,7 +729,10 @@ void run_one(Bytes& in) {
   expect_finite("dk", gk, dk);
   expect_finite("dv", gv, dv);
   if (!compare) return;
-  flashattn::reference::naive_backward(rp, dt, q, k, v, dO, &ndq, &ndk, &ndv);
+  // The naive backward from the O this backward was given (the library's
+  // forward, run above): both then carry the same error from O's rounding.
+  const std::vector<double> given_out = read_dense(c.out);
+  flashattn::reference::naive_backward(rp, dt, q, k, v, dO, &ndq, &ndk, &ndv, &given_out);
   const auto m = flashattn::reference::magnitudes(q, k, v, dO, pb.D, scale);
   const int64_t group = pb.Hq / pb.Hkv;
   const int64_t col = std::max(pb.Sk, pb.Sq * group);
