@@ -24,8 +24,8 @@ struct Mask {
   int offset, left, right;
 };
 
-// The kernel's tiles (bwd_kernel_args.hpp: kBwdBlockN keys, bwd_block_m(head
-// dim) queries: 64 at head dim 128, 128 at 64).
+// The kernel's tiles (bwd_kernel_args.hpp: bwd_block_n(head dim) keys, 128
+// but 64 at head dim 256; bwd_block_m(head dim) queries, 64 but 128 at 64).
 template <int kBlockM, int kBlockN>
 void check_key_tile_runs(unsigned seed) {
   std::mt19937 gen(seed);
@@ -64,5 +64,6 @@ void check_key_tile_runs(unsigned seed) {
 
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim128) { check_key_tile_runs<64, 128>(20261129); }
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim64) { check_key_tile_runs<128, 128>(20261130); }
+TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim256) { check_key_tile_runs<64, 64>(20261131); }
 
 }  // namespace

@@ -16,8 +16,8 @@
 #   bench/gpu/h200_run.sh call_overhead per-call time of batch-1 decode, eager and
 #                                 CUDA-graph replay, vs torch SDPA (issue 8)
 #   bench/gpu/h200_run.sh ring_san      the ring's GPU tests under memcheck and initcheck
-#   bench/gpu/h200_run.sh sm90_bwd      the Hopper backward's head dims (64, 128): their
-#                                 GPU tests, three sanitizers on small shapes, the
+#   bench/gpu/h200_run.sh sm90_bwd      the Hopper backward's head dims (64, 128, 256): their
+#                                 GPU tests, four sanitizers on small shapes, the
 #                                 backward against the peers (issue 6)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -139,29 +139,32 @@ stage_release() {
 }
 
 # The Hopper backward alone (while it is being worked on): every backward
-# test at head dims 64 and 128 (the deterministic ones apart, time-boxed),
-# memcheck / racecheck / synccheck on small shapes of both, then the backward
-# against the peers at those head dims.
+# test at its head dims (FA_BWD_HDIMS, default 64 128 256; the deterministic
+# ones apart, time-boxed), memcheck / racecheck / synccheck / initcheck on
+# small shapes of each, then the backward against the peers at those head dims.
 stage_sm90_bwd() {
+  local hdims=${FA_BWD_HDIMS:-64 128 256} f='Edge/*:Sweep/Determinism*' small='' h
   local det='*Determinis*:*DeterministicBackward*'
-  local f='*Backward*d64*:*Backward*d128*:Edge/*:Sweep/Determinism*'
-  echo "== backward tests, head dims 64 and 128 =="
+  for h in $hdims; do
+    f="$f:*Backward*d$h*"
+    small="$small:Small/Backward*cuda*q113_k17_*d$h*:Small/Backward*cuda*q17_k113_*d$h*"
+  done
+  small="${small#:}:Edge/EdgeShapes.DeterministicBackward*:Edge/EdgeShapes.BackwardHeadDim256*"
+  echo "== backward tests, head dims $hdims =="
   timeout ${FA_T_SWEEP:-150} "$T" --gtest_brief=1 --gtest_filter="$f:-$det" > "$out/gpu-bwd.log" 2>&1
   echo "rc=$?"
   grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/gpu-bwd.log" | head -n 30
   timeout 60 "$T" --gtest_brief=1 --gtest_filter="$det" > "$out/gpu-bwd-det.log" 2>&1
   echo "rc=$?"
   grep -E "FAILED|Failure|differs|^\[====|PASSED|SKIPPED \]" "$out/gpu-bwd-det.log" | head -n 20
-  local small='Small/Backward*cuda*q113_k17_*d64*:Small/Backward*cuda*q17_k113_*d64*'
-  small="$small:Small/Backward*cuda*q113_k17_*d128*:Edge/EdgeShapes.DeterministicBackward*"
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
     echo "== compute-sanitizer $tool, sm90 backward small shapes =="
-    timeout 90 compute-sanitizer --tool $tool --print-limit 20 "$T" --gtest_brief=1 \
+    timeout ${FA_T_SAN:-90} compute-sanitizer --tool $tool --print-limit 20 "$T" --gtest_brief=1 \
       --gtest_filter="$small" 2>&1 | tail -n 6
   done
-  echo "== backward against the peers, head dims 64 and 128 =="
+  echo "== backward against the peers, head dims $hdims =="
   timeout ${FA_T_BENCH:-200} python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers-bwd.csv" \
-    --passes bwd --hdims 64,128 2>&1 | tail -n 40
+    --passes bwd --hdims "$(echo $hdims | tr ' ' ,)" 2>&1 | tail -n 40
 }
 
 # The ring's GPU tests under memcheck (every thread binds its context before

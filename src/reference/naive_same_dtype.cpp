@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include <cstdint>
 #include <cstring>
@@ -130,9 +132,12 @@ void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<dou
   const Dims d(p);
   std::vector<double> outd, lsed;
   naive_forward(p, dt, qd, kd, vd, &outd, &lsed);
+  if (given_out != nullptr && given_out->size() != outd.size()) {
+    throw std::invalid_argument("naive_backward: given_out has " + std::to_string(given_out->size()) +
+                                " elements, O has " + std::to_string(outd.size()));
+  }
   const std::vector<float> q = to_float(qd), k = to_float(kd), v = to_float(vd),
-                           dO = to_float(doutd),
-                           O = to_float(given_out != nullptr && given_out->size() == outd.size() ? *given_out : outd);
+                           dO = to_float(doutd), O = to_float(given_out != nullptr ? *given_out : outd);
   dq->assign(qd.size(), 0.0);
   dk->assign(kd.size(), 0.0);
   dv->assign(vd.size(), 0.0);

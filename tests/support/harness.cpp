@@ -136,7 +136,7 @@ Expected expected_forward(const Instance& in) {
   return e;
 }
 
-ExpectedGrads expected_backward(const Instance& in) {
+ExpectedGrads expected_backward(const Instance& in, const std::vector<double>* given_out) {
   const auto p = in.c.problem();
   ExpectedGrads g;
   g.dq.resize(in.q.size());
@@ -144,7 +144,8 @@ ExpectedGrads expected_backward(const Instance& in) {
   g.dv.resize(in.v.size());
   flashattn::reference::backward(p, in.q.data(), in.k.data(), in.v.data(), in.dO.data(),
                                  g.dq.data(), g.dk.data(), g.dv.data());
-  flashattn::reference::naive_backward(p, in.c.dtype, in.q, in.k, in.v, in.dO, &g.naive_dq, &g.naive_dk, &g.naive_dv);
+  flashattn::reference::naive_backward(p, in.c.dtype, in.q, in.k, in.v, in.dO, &g.naive_dq,
+                                       &g.naive_dk, &g.naive_dv, given_out);
   return g;
 }
 
@@ -194,7 +195,10 @@ void check_backward(Device dev, const Case& c) {
   if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported (backward): " << st.message;
   ASSERT_TRUE(st.ok()) << "backward failed: " << st.message;
   EXPECT_TRUE(guard.wrote_exactly_outputs());
-  const ExpectedGrads g = expected_backward(in);
+  // The naive yardstick takes D from the O this backward was given, as the
+  // fuzz oracle does (naive_same_dtype.hpp).
+  const std::vector<double> given_out = in.out.read();
+  const ExpectedGrads g = expected_backward(in, &given_out);
   const int64_t group = c.heads_q / c.heads_kv;
   const int64_t col_len = std::max(c.seqlen_k, c.seqlen_q * group);
   const Magnitudes m = magnitudes(in);

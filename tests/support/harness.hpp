@@ -60,7 +60,8 @@ Expected expected_forward(const Instance& in);
 struct ExpectedGrads {
   std::vector<double> dq, dk, dv, naive_dq, naive_dk, naive_dv;
 };
-ExpectedGrads expected_backward(const Instance& in);
+// given_out: the O the backward under test was given (naive_backward).
+ExpectedGrads expected_backward(const Instance& in, const std::vector<double>* given_out = nullptr);
 
 // The size M of the terms behind each output (the rule's noise floor).
 using flashattn::reference::Magnitudes;

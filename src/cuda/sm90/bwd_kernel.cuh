@@ -2,7 +2,8 @@
 // on FlashAttention-3's machinery: TMA, mbarrier rings, wgmma, warp
 // specialisation).
 //
-// One CTA per (kBlockN = 128 keys, kv head, batch). K and V are loaded once
+// One CTA per (kBlockN = 128 keys, kv head, batch); head dim 256 takes 64
+// keys and its own consumers (bwd_kernel_split.cuh). K and V are loaded once
 // and stay in shared memory; the CTA steps over every query tile (64 rows)
 // of every query head of the kv head's GQA group that sees one of its keys.
 // Looping the group inside the CTA accumulates dK and dV over the group in
@@ -40,6 +41,7 @@
 #include "block_mask.cuh"
 #include "bwd_tile_order.hpp"
 #include "bwd_kernel_args.hpp"
+#include "bwd_kernel_split.cuh"
 #include "bwd_ptx.cuh"
 #include "bwd_traits.cuh"
 #include "ptx.cuh"
@@ -467,14 +469,21 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
       total = work(hk, b, c0, mask, qr);
       bwd_producer<T>(a, sm, hk, b, c0, total, qr, static_cast<int>(threadIdx.x));
     } else if (threadIdx.x < 64) {
-      total = work(hk, b, c0, mask, qr);
-      bwd_dq_writer<T>(a, sm, mask, hk, b, c0 / T::kBlockN, total, qr,
-                       static_cast<int>(threadIdx.x) - 32);
+      if constexpr (!T::kSplitHeadDim) {  // head dim 256 adds dQ from its consumers
+        total = work(hk, b, c0, mask, qr);
+        bwd_dq_writer<T>(a, sm, mask, hk, b, c0 / T::kBlockN, total, qr,
+                         static_cast<int>(threadIdx.x) - 32);
+      }
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();
     total = work(hk, b, c0, mask, qr);
-    bwd_consumer<T>(a, sm, mask, hk, b, c0, total, qr, wg - 1, static_cast<int>(threadIdx.x) % 128);
+    if constexpr (T::kSplitHeadDim) {
+      bwd_consumer_split<T, BwdStep<T>>(a, sm, mask, hk, b, c0, total, qr, wg - 1,
+                                        static_cast<int>(threadIdx.x) % 128);
+    } else {
+      bwd_consumer<T>(a, sm, mask, hk, b, c0, total, qr, wg - 1, static_cast<int>(threadIdx.x) % 128);
+    }
   }
 }
 

@@ -10,14 +10,20 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-// Tile shape of the backward: one CTA per kBwdBlockN keys of one kv head,
-// stepping over bwd_block_m(head_dim) query rows at a time (shared by host
-// and device: TMA box sizes, the padded LSE/D rows, the grid). Head dim 64
-// takes 128 query rows per step: its wgmmas would be half as long at 64, and
-// its dQ tile (128 x 64) then splits by rows between the two consumer
-// warpgroups, where head dim 128's (64 x 128) splits by columns (bwd_traits.cuh).
-constexpr int kBwdBlockN = 128;
+// Tile shape of the backward: one CTA per bwd_block_n(head_dim) keys of one
+// kv head, stepping over bwd_block_m(head_dim) query rows at a time (shared by
+// host and device: TMA box sizes, the padded LSE/D rows, the grid). Head dim
+// 64 takes 128 query rows per step: its wgmmas would be half as long at 64,
+// and its dQ tile (128 x 64) then splits by rows between the two consumer
+// warpgroups, where head dim 128's (64 x 128) splits by columns. Head dim 256
+// takes 64 keys: dK and dV for 128 keys would need 256 registers per thread
+// (bwd_traits.cuh, kSplitHeadDim).
+constexpr int bwd_block_n(int head_dim) { return head_dim > 128 ? 64 : 128; }
 constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
+// Head dim 256 splits dK, dV and dQ by head-dim halves between the consumer
+// warpgroups and adds dQ from registers with vector atomics (no shared memory
+// is left to stage it); it has no deterministic mode (the sm80 kernels run it).
+constexpr bool bwd_split_head_dim(int head_dim) { return head_dim > 128; }
 // Floats of padding after each head_dim-long row of the fp32 dQ accumulator,
 // in shared memory (rows 8 banks apart: conflict-free staging stores) and,
 // so that a staged query tile is one contiguous bulk reduce-add, in global
@@ -27,8 +33,8 @@ constexpr int kBwdDQPad = 8;
 struct BwdKernelArgs {
   CUtensorMap tm_q;   // box {64, bwd_block_m}
   CUtensorMap tm_do;  // box {64, bwd_block_m}
-  CUtensorMap tm_k;   // box {64, kBwdBlockN}
-  CUtensorMap tm_v;   // box {64, kBwdBlockN}
+  CUtensorMap tm_k;   // box {64, bwd_block_n}
+  CUtensorMap tm_v;   // box {64, bwd_block_n}
   // Workspace (bwd_sm90.cu, Layout): LSE * log2(e) (+inf for a row that saw
   // no key and for the padding rows) and D = rowsum(dO * O), both
   // [B, Hq, seqlen_q_pad] so that every query tile has bwd_block_m aligned

@@ -35,6 +35,9 @@ bool head_dim_built(int64_t d) {
 #ifdef FLASHATTN_SM90_BWD_HDIM_128
   if (d == 128) return true;
 #endif
+#ifdef FLASHATTN_SM90_BWD_HDIM_256
+  if (d == 256) return true;
+#endif
   return false;
 }
 constexpr const char* kBuiltHeadDims = FLASHATTN_SM90_BWD_HDIMS_STR;
@@ -47,6 +50,9 @@ Status launch_for_head_dim(int64_t d, const BwdKernelArgs& args, const BwdPrepAr
 #endif
 #ifdef FLASHATTN_SM90_BWD_HDIM_128
   if (d == 128) return launch_bwd<Element, 128>(args, prep, stream);
+#endif
+#ifdef FLASHATTN_SM90_BWD_HDIM_256
+  if (d == 256) return launch_bwd<Element, 256>(args, prep, stream);
 #endif
   return unsupported("head_dim " + std::to_string(d) + " is not built");
 }
@@ -92,6 +98,9 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
     return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: " + kBuiltHeadDims + ")");
   }
   if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
+  if (p.deterministic && bwd_split_head_dim(static_cast<int>(p.head_dim))) {
+    return unsupported("no deterministic mode at head_dim " + std::to_string(p.head_dim));
+  }
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return unsupported("scale must be positive and finite");
   if (p.batch <= 0 || p.heads_q <= 0 || p.seqlen_q <= 0 || p.seqlen_k <= 0) {
     return unsupported("empty problem (the sm80 path handles it)");
@@ -110,10 +119,11 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
     if (std::string m = tma_alignment_problem(*t, p.batch, 2); !m.empty()) return unsupported(m);
   }
   const int block_m = bwd_block_m(static_cast<int>(p.head_dim));
+  const int block_n = bwd_block_n(static_cast<int>(p.head_dim));
   if (std::string why = encode_tma_maps({{&args->tm_q, q, block_m},
                                          {&args->tm_do, dout, block_m},
-                                         {&args->tm_k, k, kBwdBlockN},
-                                         {&args->tm_v, v, kBwdBlockN}},
+                                         {&args->tm_k, k, block_n},
+                                         {&args->tm_v, v, block_n}},
                                         p.batch, p.head_dim, p.dtype);
       !why.empty()) {
     return unsupported(why);
@@ -172,7 +182,8 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     args.dq_accum = reinterpret_cast<float*>(ws + l.dq);
     args.dq_order = reinterpret_cast<int*>(ws + l.order);
     args.deterministic = p.deterministic ? 1 : 0;
-    const int kv_tiles = static_cast<int>((p.seqlen_k + kBwdBlockN - 1) / kBwdBlockN);
+    const int block_n = bwd_block_n(static_cast<int>(p.head_dim));
+    const int kv_tiles = static_cast<int>((p.seqlen_k + block_n - 1) / block_n);
     const bool reversed = p.deterministic && args.window_right >= 0;
     args.kv_tile_base = reversed ? kv_tiles - 1 : 0;
     args.kv_tile_step = reversed ? -1 : 1;

@@ -15,18 +15,23 @@ struct BwdTraits {
   using MmaTag = typename ElementTraits<Element>::MmaTag;
 
   static constexpr int kHeadDim = kHeadDim_;
-  // head_dim 256 stays on the sm80 kernels: K and V alone take 128 KB at 128
-  // keys, and the Q/dO ring another 128 KB.
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "the sm90 backward is built for head_dim 64, 128");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256,
+                "the sm90 backward is built for head_dim 64, 128, 256");
   static constexpr int kAtoms = kHeadDim / 64;  // 64-column (128-byte) swizzle atoms per row
   static constexpr int kBlockM = bwd_block_m(kHeadDim);  // query rows per step
-  static constexpr int kBlockN = kBwdBlockN;             // keys per CTA
+  static constexpr int kBlockN = bwd_block_n(kHeadDim);  // keys per CTA
+  // Head dim 256 (bwd_kernel_split.cuh): 64 keys per CTA, S^T and dP^T split
+  // by query halves between the consumer warpgroups, P^T and dS^T through
+  // shared memory, dV, dK and dQ split by head-dim halves, dQ added with
+  // vector atomics. Head dims 64 and 128 (bwd_kernel.cuh): each warpgroup
+  // owns 64 of the 128 keys, P^T and dS^T stay in registers, dQ is staged.
+  static constexpr bool kSplitHeadDim = bwd_split_head_dim(kHeadDim);
   // dQ [kBlockM x kHeadDim] = dS K over the kBlockN keys, one 64-row wgmma
   // per consumer warpgroup: with 64 query rows each warpgroup takes half of
-  // the head-dim columns (one atom column of K); with 128 rows each takes
-  // its 64 rows (one atom column of dS^T) and every column.
+  // the head-dim columns (one atom column of K at 128, two at 256); with 128
+  // rows each takes its 64 rows (one atom column of dS^T) and every column.
   static constexpr bool kDQSplitRows = kBlockM == 128;
-  static_assert(kDQSplitRows ? kAtoms == 1 : (kBlockM == 64 && kAtoms == 2), "");
+  static_assert(kDQSplitRows ? kAtoms == 1 : (kBlockM == 64 && kAtoms >= 2), "");
   static constexpr int kDQN = kDQSplitRows ? kHeadDim : kHeadDim / 2;  // dQ wgmma N
   static constexpr int kStages = 2;           // Q/dO/LSE/D ring depth
   static constexpr int kSubTiles = kBlockM / 64;  // 64-query sub-tiles per step (bwd_kernel.cuh)
@@ -36,7 +41,7 @@ struct BwdTraits {
   // kBlockN keys: S^T, dP^T, dV and dK for their keys, and half of dQ
   // (kDQSplitRows).
   static constexpr int kConsumerWGs = 2;
-  static_assert(kConsumerWGs * 64 == kBlockN, "");
+  static_assert(kSplitHeadDim ? kBlockN == 64 && kBlockM == 64 : kConsumerWGs * 64 == kBlockN, "");
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
   static constexpr uint32_t kProducerRegs = 24;
   static constexpr uint32_t kConsumerRegs = 240;
@@ -45,7 +50,12 @@ struct BwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // K or V
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;   // one Q or dO stage
   static constexpr int kRowBytes = kBlockM * 4;            // one stage of LSE or D
-  static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T [key][query], kBlockM / 64 atom columns
+  static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T (or P^T) [key][query], kBlockM / 64 atom columns
+  // kSplitHeadDim: P^T and dS^T double-buffered (a step's writes cannot
+  // reach the buffers that the other warpgroup's wgmmas of the step before
+  // may still read), no dQ staging.
+  static constexpr int kPDSBufs = kSplitHeadDim ? 2 : 1;
+  static constexpr int kPBytes = kSplitHeadDim ? kDSBytes : 0;
   // dQ staging for the bulk reduce-add, fp32 [query][kHeadDim + 8]: the pad
   // of 8 floats puts rows 8 banks apart, so a warp's float2 stores (8 rows x
   // 4 lanes) fill 32 banks twice, the minimum. The global accumulator has the
@@ -54,7 +64,7 @@ struct BwdTraits {
   static constexpr int kDQBytes = kBlockM * kDQStride * 4;
   // Two staging tiles: the consumers fill one while the writer's reductions
   // still read the other (with one, they waited ~22% of their time for it).
-  static constexpr int kDQStages = 2;
+  static constexpr int kDQStages = kSplitHeadDim ? 0 : 2;
 
   // Shared memory (byte offsets from a 1024-aligned base; every wgmma/TMA
   // tile starts 1024-aligned, see wgmma.cuh).
@@ -63,7 +73,8 @@ struct BwdTraits {
   static constexpr int kQOff = kVOff + kKVBytes;
   static constexpr int kDOOff = kQOff + kStages * kQBytes;
   static constexpr int kDSOff = kDOOff + kStages * kQBytes;
-  static constexpr int kDQOff = kDSOff + kDSBytes;
+  static constexpr int kPOff = kDSOff + kPDSBufs * kDSBytes;
+  static constexpr int kDQOff = kPOff + kPDSBufs * kPBytes;
   static constexpr int kLseOff = kDQOff + kDQStages * kDQBytes;
   static constexpr int kDsumOff = kLseOff + kStages * kRowBytes;
   static constexpr int kBarOff = kDsumOff + kStages * kRowBytes;
@@ -79,7 +90,7 @@ struct BwdTraits {
   static constexpr uint32_t kEmptyArrivals = 128 * kConsumerWGs;
   static constexpr uint32_t kFullArrivals = 1 + 32;
   // Named barriers (0 is __syncthreads). kBarDS: over the 256 consumer
-  // threads, both halves of dS^T are in smem. kBarDQFull + t / kBarDQEmpty +
+  // threads, both halves of dS^T (and at head dim 256 of P^T) are in smem. kBarDQFull + t / kBarDQEmpty +
   // t: the consumers and the dQ-writer warp hand staging tile t back and
   // forth (consumers arrive on full and sync on empty, the writer the reverse).
   static constexpr uint32_t kBarDS = 1;
@@ -95,7 +106,8 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t v() const { return base + T::kVOff; }
   __device__ __forceinline__ uint32_t q(int s) const { return base + T::kQOff + s * T::kQBytes; }
   __device__ __forceinline__ uint32_t dout(int s) const { return base + T::kDOOff + s * T::kQBytes; }
-  __device__ __forceinline__ uint32_t ds() const { return base + T::kDSOff; }
+  __device__ __forceinline__ uint32_t ds(int i = 0) const { return base + T::kDSOff + i * T::kDSBytes; }
+  __device__ __forceinline__ uint32_t p(int i) const { return base + T::kPOff + i * T::kPBytes; }
   __device__ __forceinline__ uint32_t dq(int t) const { return base + T::kDQOff + t * T::kDQBytes; }
   __device__ __forceinline__ uint32_t lse(int s) const { return base + T::kLseOff + s * T::kRowBytes; }
   __device__ __forceinline__ uint32_t dsum(int s) const { return base + T::kDsumOff + s * T::kRowBytes; }

@@ -12,10 +12,12 @@ wgmma.mma_async m64nNk16, fp32 accumulators, fp16/bf16 operands:
       (O += P V; V is the MN-major operand, imm-trans-b = 1)
   ss_tt: both from descriptors, both MN-major (imm-trans-a = imm-trans-b = 1):
       the backward's dQ = dS K, with dS^T and K stored [key][...] in smem
+  ss_bt: A K-major, B MN-major (imm-trans-b = 1): head dim 256's backward,
+      dV += P^T dO and dK += dS^T Q with P^T and dS^T in smem
 """
 import os
 
-NS = [64, 80, 96, 112, 128, 144, 160, 176, 192, 256]
+NS = [32, 64, 80, 96, 112, 128, 144, 160, 176, 192, 256]
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 
@@ -65,6 +67,7 @@ def main():
 //   Wgmma<N, T>::ss  D(64xN) (+)= A(64x16, smem, K-major) * B(16xN, smem, K-major)
 //   Wgmma<N, T>::rs  D(64xN) (+)= A(64x16, registers)     * B(16xN, smem, MN-major)
 //   Wgmma<N, T>::ss_tt D(64xN) (+)= A(64x16, smem, MN-major) * B(16xN, smem, MN-major)
+//   Wgmma<N, T>::ss_bt D(64xN) (+)= A(64x16, smem, K-major)  * B(16xN, smem, MN-major)
 // scale_d == 0 overwrites D. The caller owns the wgmma.fence / commit_group /
 // wait_group protocol and the operand fences (see wgmma.cuh).
 #pragma once
@@ -85,6 +88,7 @@ struct Wgmma;
             out.append(emit_ss(n, t))
             out.append(emit_rs(n, t, 1))
             out.append(emit_ss(n, t, "ss_tt", (1, 1)))
+            out.append(emit_ss(n, t, "ss_bt", (0, 1)))
             out.append("};\n\n")
     out.append("}  // namespace flashattn::detail::cuda::sm90\n")
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_ops.cuh")

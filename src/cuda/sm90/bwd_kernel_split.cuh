@@ -1,0 +1,230 @@
+// The consumer warpgroups of the Hopper backward at head dim 256
+// (BwdTraits::kSplitHeadDim; the producer warp and the kernel are
+// bwd_kernel.cuh's).
+//
+// At head dim 256 a warpgroup that owned 64 keys, as at 64 and 128, would
+// hold dK and dV for them over all 256 columns: 256 fp32 registers per
+// thread. So the CTA takes 64 keys (K and V: 64 KB), steps over 64 queries
+// (Q and dO: 64 KB per stage, two stages), and its two warpgroups split the
+// work in two ways:
+//   S^T  = K Q_w^T      [64 keys x 32 queries], queries 32w .. 32w+31   ss
+//   dP^T = V dO_w^T     [64 x 32]                                       ss
+//   P^T, dS^T           computed for those 32 queries, written (16-bit,
+//                       128-byte swizzle, [key][query]) to shared memory;
+//                       both warpgroups meet at kBarDS
+//   dV_w += P^T dO      [64 keys x 128 columns], columns 128w ..        ss_bt
+//   dK_w += dS^T Q      [64 x 128]                                      ss_bt
+//   dQ_w  = dS K        [64 queries x 128 columns], columns 128w ..     ss_tt
+// dK, dV and dQ take 64 registers each. The shared memory left after K, V,
+// the Q/dO ring and P^T/dS^T (two buffers each: a step's writes must not
+// reach what the other warpgroup's wgmmas of the step before may still read)
+// is ~1 KB, too little to stage dQ for a bulk reduce-add (64 x 264 fp32 =
+// 66 KB): each thread adds its dQ values to the fp32 accumulator with
+// red.global.add.v2.f32, as FlashAttention-2 does with scalar atomics. The
+// additions of different key tiles land in any order, so there is no
+// deterministic mode here (the sm80 kernels run it).
+#pragma once
+
+#include <cstdint>
+
+#include "block_mask.cuh"
+#include "bwd_kernel_args.hpp"
+#include "bwd_ptx.cuh"
+#include "bwd_traits.cuh"
+#include "ptx.cuh"
+#include "wgmma.cuh"
+
+namespace flashattn::detail::cuda::sm90 {
+
+// Consumer warpgroup cw (0 or 1): queries 32cw .. 32cw + 31 of each step's
+// S^T and dP^T, head-dim columns 128cw .. 128cw + 127 of dK, dV and dQ.
+template <class T, class Step>
+__device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
+                                                   const BlockMask& mask, int hk, int b, int c0,
+                                                   int total, const QueryTileRange& qr, int cw,
+                                                   int tid) {
+  constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
+  constexpr int kHalf = kHeadDim / 2;  // this warpgroup's columns of dK, dV, dQ
+  static_assert(T::kSplitHeadDim && kBlockM == 64 && kBlockN == 64, "");
+  using Tag = typename T::MmaTag;
+  using E = ElementTraits<typename T::Element>;
+  const int warp = tid / 32, lane = tid % 32, t4 = lane % 4;
+  // This thread's accumulator rows: keys krow, krow + 8 of S^T, dP^T, dK,
+  // dV; queries krow, krow + 8 of dQ.
+  const int krow = 16 * warp + lane / 4;
+
+  float dk[kHalf / 2], dv[kHalf / 2];
+#pragma unroll
+  for (int i = 0; i < kHalf / 2; ++i) dk[i] = dv[i] = 0.f;
+
+  mbar_wait(sm.kv_full(), 0);
+  // K and V [key][head dim] as K-major A operands of S^T and dP^T.
+  const uint64_t desc_k = make_desc_sw128(sm.k(), 16, 1024);
+  const uint64_t desc_v = make_desc_sw128(sm.v(), 16, 1024);
+  // K as dQ's MN-major B: this warpgroup's N = 128 columns are K's atom
+  // columns 2cw, 2cw + 1 (LBO: one atom column).
+  const uint64_t desc_kb = make_desc_sw128(sm.k() + 2 * cw * kBlockN * 128, kBlockN * 128, 1024);
+  // P^T and dS^T stores: row r's 16-byte chunk j (queries 8j .. 8j + 7) sits
+  // at chunk j ^ (r % 8); r % 8 = lane / 4 for both of this thread's rows
+  // and fills address bits 4-6, so each address is pds_row xor a constant
+  // (bwd_kernel.cuh's dS^T stores, likewise).
+  const uint32_t pds_row = krow * 128 + (lane / 4) * 16 + t4 * 4;
+
+  for (int it = 0; it < total; ++it) {
+    const Step st(it, hk, a.group, qr);
+    const int buf = it & 1;
+    mbar_wait(sm.q_full(st.stage), st.phase);
+    // Q and dO rows 32cw .. (8-row groups are 1024 bytes apart) as K-major B.
+    const uint64_t desc_q = make_desc_sw128(sm.q(st.stage) + cw * 32 * 128, 16, 1024);
+    const uint64_t desc_do = make_desc_sw128(sm.dout(st.stage) + cw * 32 * 128, 16, 1024);
+
+    float s[16], dp[16];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+      const uint32_t ob = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
+      Wgmma<32, Tag>::ss(s, desc_advance(desc_k, oa), desc_advance(desc_q, ob), kk > 0);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+      const uint32_t ob = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
+      Wgmma<32, Tag>::ss(dp, desc_advance(desc_v, oa), desc_advance(desc_do, ob), kk > 0);
+    }
+    wgmma_commit();
+    // Accumulator element 4j + 2hh + e: key krow + 8hh, query 32cw + 8j +
+    // 2t4 + e of the step. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
+    const int qc = 32 * cw + 2 * t4;  // this thread's first query column
+    float2 lse[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) lse[j] = ld_shared_f32x2(sm.lse(st.stage) + (qc + 8 * j) * 4);
+    wgmma_wait<1>();
+    fence_operand(s);
+
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        s[4 * j + 2 * hh + 0] = ex2(fmaf(s[4 * j + 2 * hh + 0], a.scale_log2, -lse[j].x));
+        s[4 * j + 2 * hh + 1] = ex2(fmaf(s[4 * j + 2 * hh + 1], a.scale_log2, -lse[j].y));
+      }
+    }
+    if (!tile_is_full<kBlockN>(mask, st.m0, min(st.m0 + kBlockM, a.seqlen_q), c0)) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int q = st.m0 + qc + 8 * j + e;
+          const int lo = mask.lo(q), hi = mask.hi(q);
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int key = c0 + krow + 8 * hh;
+            if (key < lo || key >= hi) s[4 * j + 2 * hh + e] = 0.f;
+          }
+        }
+      }
+    }
+    // P^T to this step's buffer: this warpgroup's chunks are 4cw .. 4cw + 3.
+    const uint32_t p_row = sm.p(buf) + pds_row, ds_row = sm.ds(buf) + pds_row;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        st_shared_u32((p_row ^ ((4 * cw + j) * 16)) + hh * 8 * 128,
+                      E::pack(s[4 * j + 2 * hh], s[4 * j + 2 * hh + 1]));
+      }
+    }
+    wgmma_wait<0>();
+    fence_operand(dp);
+    // dS^T = P^T (dP^T - D).
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 d = ld_shared_f32x2(sm.dsum(st.stage) + (qc + 8 * j) * 4);
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        st_shared_u32((ds_row ^ ((4 * cw + j) * 16)) + hh * 8 * 128,
+                      E::pack(s[4 * j + 2 * hh] * (dp[4 * j + 2 * hh] - d.x),
+                              s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y)));
+      }
+    }
+    fence_proxy_async_smem();  // st.shared -> wgmma reads (async proxy)
+    named_barrier_sync(T::kBarDS, 256);
+
+    // dV_w += P^T dO, dK_w += dS^T Q over the step's 64 queries: P^T and
+    // dS^T K-major A; dO and Q MN-major B from atom column 2cw (LBO: one
+    // atom column).
+    const uint64_t desc_p = make_desc_sw128(sm.p(buf), 16, 1024);
+    const uint64_t desc_ds = make_desc_sw128(sm.ds(buf), 16, 1024);
+    const uint64_t desc_do_mn =
+        make_desc_sw128(sm.dout(st.stage) + 2 * cw * kBlockM * 128, kBlockM * 128, 1024);
+    const uint64_t desc_q_mn =
+        make_desc_sw128(sm.q(st.stage) + 2 * cw * kBlockM * 128, kBlockM * 128, 1024);
+    fence_operand(dv);
+    fence_operand(dk);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      Wgmma<kHalf, Tag>::ss_bt(dv, desc_advance(desc_p, kk * 32), desc_advance(desc_do_mn, kk * 16 * 128), 1);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      Wgmma<kHalf, Tag>::ss_bt(dk, desc_advance(desc_ds, kk * 32), desc_advance(desc_q_mn, kk * 16 * 128), 1);
+    }
+    wgmma_commit();
+    // dQ_w = dS K over the 64 keys: dS^T read MN-major as A.
+    const uint64_t desc_ds_mn = make_desc_sw128(sm.ds(buf), kBlockN * 128, 1024);
+    float dq[kHalf / 2];
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      Wgmma<kHalf, Tag>::ss_tt(dq, desc_advance(desc_ds_mn, kk * 16 * 128),
+                               desc_advance(desc_kb, kk * 16 * 128), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_operand(dv);
+    fence_operand(dk);
+    // Every wgmma reading this stage's Q and dO has retired, and this
+    // thread's LSE/D reads are done.
+    mbar_arrive(sm.q_empty(st.stage));
+    wgmma_wait<0>();
+    fence_operand(dq);
+
+    // dQ rows krow, krow + 8 (padding rows skipped: their dS is 0).
+    float* dq_tile = a.dq_accum +
+                     ((static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0) *
+                         T::kDQStride +
+                     kHalf * cw + 2 * t4;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int row = krow + 8 * hh;
+      if (st.m0 + row < a.seqlen_q) {
+        float* r = dq_tile + row * T::kDQStride;
+#pragma unroll
+        for (int j = 0; j < kHalf / 8; ++j) red_add_f32x2(r + 8 * j, dq[4 * j + 2 * hh], dq[4 * j + 2 * hh + 1]);
+      }
+    }
+  }
+
+  // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.
+  using Elem = typename T::Element;
+  Elem* gdk = static_cast<Elem*>(a.dk) + b * a.dk_stride_batch + hk * a.dk_stride_head + kHalf * cw;
+  Elem* gdv = static_cast<Elem*>(a.dv) + b * a.dv_stride_batch + hk * a.dv_stride_head + kHalf * cw;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int key = c0 + krow + 8 * hh;
+    if (key < a.seqlen_k) {
+      Elem* rk = gdk + static_cast<int64_t>(key) * a.dk_stride_seq + 2 * t4;
+      Elem* rv = gdv + static_cast<int64_t>(key) * a.dv_stride_seq + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < kHalf / 8; ++j) {
+        *reinterpret_cast<uint32_t*>(rk + 8 * j) =
+            E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale);
+        *reinterpret_cast<uint32_t*>(rv + 8 * j) = E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]);
+      }
+    }
+  }
+}
+
+}  // namespace flashattn::detail::cuda::sm90
