@@ -160,7 +160,8 @@ stage_sm90_bwd() {
   for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
     echo "== compute-sanitizer $tool, sm90 backward small shapes =="
     timeout ${FA_T_SAN:-90} compute-sanitizer --tool $tool --print-limit 20 "$T" --gtest_brief=1 \
-      --gtest_filter="$small" 2>&1 | tail -n 6
+      --gtest_filter="$small" > "$out/san-bwd-$tool.log" 2>&1
+    tail -n 6 "$out/san-bwd-$tool.log"
   done
   echo "== backward against the peers, head dims $hdims =="
   timeout ${FA_T_BENCH:-200} python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers-bwd.csv" \

@@ -137,6 +137,33 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
   }
 }
 
+// Deterministic mode: lane 0 of the dQ writer waits for this CTA's turn on
+// query tile m0 / kBlockM (the key tiles before it in the grid's order have
+// added theirs; see above), adds, and passes the turn on once its add has
+// completed.
+struct DQTurn {
+  int* order;
+  int rank;
+};
+template <class T>
+__device__ __forceinline__ DQTurn dq_turn_wait(const BwdKernelArgs& a, const BlockMask& mask,
+                                               int64_t bh, int m0, int kv_tile) {
+  const int mt = m0 / T::kBlockM;
+  int* order = a.dq_order + bh * (a.seqlen_q_pad / T::kBlockM) + mt;
+  const KeyTileRun run =
+      key_tiles_of_query_tile<T::kBlockM, T::kBlockN>(mask, a.seqlen_q, a.seqlen_k, mt);
+  const int rank = a.kv_tile_step < 0 ? run.last - kv_tile : kv_tile - run.first;
+  while (ld_acquire_gpu(order) != rank) {
+  }
+  fence_proxy_async_global();  // the acquire before the async-proxy add
+  return {order, rank};
+}
+__device__ __forceinline__ void dq_turn_pass(const DQTurn& turn) {
+  bulk_wait_all();
+  fence_proxy_async_global();  // the completed add before the release
+  st_release_gpu(turn.order, turn.rank + 1);
+}
+
 // dQ writer (warp 1): per step, once both consumer warpgroups have staged
 // their halves of the dQ tile (staging tile it % 2), lane 0 adds the whole
 // tile to the fp32 accumulator with one bulk reduce-add (the global rows are
@@ -175,22 +202,10 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
       const int64_t bh = static_cast<int64_t>(b) * a.heads_q + st.head;
       float* tile = a.dq_accum + (bh * a.seqlen_q_pad + st.m0) * T::kDQStride;
       if (a.deterministic) {
-        // Wait for this CTA's turn on the tile (the key tiles before it in
-        // the grid's order have added theirs; key_tiles_reversed), add, wait
-        // for the add to complete, pass the turn on.
-        const int mt = st.m0 / T::kBlockM;
-        int* order = a.dq_order + bh * (a.seqlen_q_pad / T::kBlockM) + mt;
-        const KeyTileRun run =
-            key_tiles_of_query_tile<T::kBlockM, T::kBlockN>(mask, a.seqlen_q, a.seqlen_k, mt);
-        const int rank = a.kv_tile_step < 0 ? run.last - kv_tile : kv_tile - run.first;
-        while (ld_acquire_gpu(order) != rank) {
-        }
-        fence_proxy_async_global();  // the acquire before the async-proxy add
+        const DQTurn turn = dq_turn_wait<T>(a, mask, bh, st.m0, kv_tile);
         bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
         tma_store_commit();
-        bulk_wait_all();
-        fence_proxy_async_global();  // the completed add before the release
-        st_release_gpu(order, rank + 1);
+        dq_turn_pass(turn);
       } else {
         bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
         tma_store_commit();
@@ -201,6 +216,45 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
     if (it >= 1 && it + 1 < total) {
       named_barrier_arrive(T::kBarDQEmpty + (1 - t), T::kDQSyncThreads);
     }
+  }
+  if (lane == 0) bulk_wait_all();
+}
+
+// dQ writer at head dim 256 (warp 1): per step, once both consumer
+// warpgroups have staged their dQ halves in the step's Q/dO stage
+// (bwd_kernel_split.cuh), lane 0 adds the tile's 64 x 256 floats with four
+// 16 KB bulk reduce-adds (half w: rows 0-31 from Q's atom columns 2w, 2w + 1,
+// rows 32-63 from dO's; the accumulator holds the tile in that order,
+// bwd_dq_split_offset) and frees the stage for the producer once they have
+// read it.
+template <class T>
+__device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
+                                                    const BlockMask& mask, int hk, int b, int kv_tile,
+                                                    int total, const QueryTileRange& qr, int lane) {
+  constexpr uint32_t kPart = 32 * 128 * 4;  // 32 rows of a half, bytes
+  for (int it = 0; it < total; ++it) {
+    const BwdStep<T> st(it, hk, a.group, qr);
+    named_barrier_sync(T::kBarDQFull + st.stage, T::kDQSyncThreads);
+    if (lane == 0) {
+      const int64_t bh = static_cast<int64_t>(b) * a.heads_q + st.head;
+      float* tile = a.dq_accum + (bh * a.seqlen_q_pad + st.m0) * T::kDQStride;
+      DQTurn turn{};
+      if (a.deterministic) turn = dq_turn_wait<T>(a, mask, bh, st.m0, kv_tile);
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+        const uint32_t off = 2 * w * T::kBlockM * 128;
+        bulk_reduce_add_f32(tile + w * 64 * 128, sm.q(st.stage) + off, kPart);
+        bulk_reduce_add_f32(tile + w * 64 * 128 + 32 * 128, sm.dout(st.stage) + off, kPart);
+      }
+      tma_store_commit();
+      if (a.deterministic) {
+        dq_turn_pass(turn);
+      } else {
+        bulk_wait_read<0>();
+      }
+      mbar_arrive(sm.q_empty(st.stage));
+    }
+    __syncwarp();
   }
   if (lane == 0) bulk_wait_all();
 }
@@ -469,8 +523,11 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
       total = work(hk, b, c0, mask, qr);
       bwd_producer<T>(a, sm, hk, b, c0, total, qr, static_cast<int>(threadIdx.x));
     } else if (threadIdx.x < 64) {
-      if constexpr (!T::kSplitHeadDim) {  // head dim 256 adds dQ from its consumers
-        total = work(hk, b, c0, mask, qr);
+      total = work(hk, b, c0, mask, qr);
+      if constexpr (T::kSplitHeadDim) {
+        bwd_dq_writer_split<T>(a, sm, mask, hk, b, c0 / T::kBlockN, total, qr,
+                               static_cast<int>(threadIdx.x) - 32);
+      } else {
         bwd_dq_writer<T>(a, sm, mask, hk, b, c0 / T::kBlockN, total, qr,
                          static_cast<int>(threadIdx.x) - 32);
       }

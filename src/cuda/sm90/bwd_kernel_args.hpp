@@ -21,14 +21,30 @@ namespace flashattn::detail::cuda::sm90 {
 constexpr int bwd_block_n(int head_dim) { return head_dim > 128 ? 64 : 128; }
 constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
 // Head dim 256 splits dK, dV and dQ by head-dim halves between the consumer
-// warpgroups and adds dQ from registers with vector atomics (no shared memory
-// is left to stage it); it has no deterministic mode (the sm80 kernels run it).
+// warpgroups (bwd_kernel_split.cuh).
 constexpr bool bwd_split_head_dim(int head_dim) { return head_dim > 128; }
 // Floats of padding after each head_dim-long row of the fp32 dQ accumulator,
 // in shared memory (rows 8 banks apart: conflict-free staging stores) and,
 // so that a staged query tile is one contiguous bulk reduce-add, in global
 // memory too.
 constexpr int kBwdDQPad = 8;
+// Floats per query row of the accumulator. Head dim 256 stages dQ in the
+// step's Q/dO buffers, which have no room for padding: its rows are
+// swizzled instead (bwd_dq_split_offset).
+constexpr int bwd_dq_stride(int head_dim) {
+  return bwd_split_head_dim(head_dim) ? head_dim : head_dim + kBwdDQPad;
+}
+// Head dim 256: where dQ[row][col] of a 64-query tile sits in the tile's
+// 64 x 256 floats of the accumulator. Each head-dim half is a [64][128]
+// block (one consumer warpgroup's staging area, two contiguous 16 KB bulk
+// reduce-adds) whose rows keep their 16-byte chunks in the order
+// chunk ^ (row % 8), which makes the staging stores conflict-free.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+constexpr int bwd_dq_split_offset(int row, int col) {
+  return (col / 128) * 64 * 128 + row * 128 + (((col % 128) / 4) ^ (row % 8)) * 4 + col % 4;
+}
 
 struct BwdKernelArgs {
   CUtensorMap tm_q;   // box {64, bwd_block_m}
@@ -39,7 +55,8 @@ struct BwdKernelArgs {
   // no key and for the padding rows) and D = rowsum(dO * O), both
   // [B, Hq, seqlen_q_pad] so that every query tile has bwd_block_m aligned
   // values (the producer warp copies them in float2s); the fp32 dQ accumulator
-  // [B, Hq, seqlen_q_pad, head_dim + kBwdDQPad], the staging tile's layout.
+  // [B, Hq, seqlen_q_pad, bwd_dq_stride(head_dim)], the staging tile's layout
+  // (at head dim 256 each query tile's block permuted: bwd_dq_split_offset).
   const float* lse2;
   const float* dsum;
   float* dq_accum;
@@ -74,7 +91,7 @@ struct BwdPrepArgs {
   const float* lse;                               // [B, Hq, Sq]
   float* lse2;                                    // [B, Hq, Sqp]
   float* dsum;                                    // [B, Hq, Sqp]
-  float* dq_accum;                                // [B, Hq, Sqp, D + kBwdDQPad]
+  float* dq_accum;                                // [B, Hq, Sqp, bwd_dq_stride(D)]
   void* dq;
   int64_t dq_sb, dq_ss, dq_sh;
   int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim;

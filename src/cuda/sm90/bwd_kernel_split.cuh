@@ -18,11 +18,14 @@
 // dK, dV and dQ take 64 registers each. The shared memory left after K, V,
 // the Q/dO ring and P^T/dS^T (two buffers each: a step's writes must not
 // reach what the other warpgroup's wgmmas of the step before may still read)
-// is ~1 KB, too little to stage dQ for a bulk reduce-add (64 x 264 fp32 =
-// 66 KB): each thread adds its dQ values to the fp32 accumulator with
-// red.global.add.v2.f32, as FlashAttention-2 does with scalar atomics. The
-// additions of different key tiles land in any order, so there is no
-// deterministic mode here (the sm80 kernels run it).
+// is ~1 KB, too little for a dQ staging tile (64 x 256 fp32 = 64 KB). But
+// after the barrier each warpgroup's wgmmas read only its own halves of Q
+// and dO (16 KB each), and dQ_w is 32 KB: so dQ_w is staged there, once
+// dV_w and dK_w have retired, and the dQ writer warp adds the whole tile
+// with four bulk reduce-adds before it frees the stage (bwd_dq_writer_split).
+// (A first version added dQ from registers with red.global.add.v2.f32, as
+// FlashAttention-2 does with scalar atomics: ncu showed L2 82% busy with
+// one request per 32-byte sector, tensor pipes 31%; bench/sm90/NOTES.md.)
 #pragma once
 
 #include <cstdint>
@@ -182,29 +185,40 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
                                desc_advance(desc_kb, kk * 16 * 128), kk > 0);
     }
     wgmma_commit();
-    wgmma_wait<1>();
+    wgmma_wait<1>();  // dV_w, dK_w retired: this warpgroup's halves of Q and dO are read
     fence_operand(dv);
     fence_operand(dk);
-    // Every wgmma reading this stage's Q and dO has retired, and this
-    // thread's LSE/D reads are done.
-    mbar_arrive(sm.q_empty(st.stage));
     wgmma_wait<0>();
     fence_operand(dq);
+    // A warp's wait covers its own rows of dV_w and dK_w; the other warps'
+    // parts of those wgmmas may still read the B operands (Q and dO halves)
+    // that its staging stores overwrite: all four warps first.
+    named_barrier_sync(T::kBarWG + cw, 128);
 
-    // dQ rows krow, krow + 8 (padding rows skipped: their dS is 0).
-    float* dq_tile = a.dq_accum +
-                     ((static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0) *
-                         T::kDQStride +
-                     kHalf * cw + 2 * t4;
+    // Stage dQ_w in the halves of this stage's Q (rows 0-31: warps 0, 1) and
+    // dO (rows 32-63: warps 2, 3) that only this warpgroup's dV_w and dK_w
+    // read, in the accumulator's layout (bwd_dq_split_offset): row r's chunk
+    // c (columns 4c .. 4c + 3) at c ^ (r % 8). Chunk 2j + t4 / 2 and
+    // r % 8 = lane / 4 make each address row_base xor (32 j), an immediate.
+    const uint32_t region = (warp < 2 ? sm.q(st.stage) : sm.dout(st.stage)) + 2 * cw * kBlockM * 128;
+    const uint32_t row_base =
+        region + (krow % 32) * 512 + (((t4 >> 1) ^ (lane >> 2)) << 4) + (t4 & 1) * 8;
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int row = krow + 8 * hh;
-      if (st.m0 + row < a.seqlen_q) {
-        float* r = dq_tile + row * T::kDQStride;
+    for (int j = 0; j < kHalf / 8; ++j) {
 #pragma unroll
-        for (int j = 0; j < kHalf / 8; ++j) red_add_f32x2(r + 8 * j, dq[4 * j + 2 * hh], dq[4 * j + 2 * hh + 1]);
+      for (int hh = 0; hh < 2; ++hh) {
+        st_shared_f32x2((row_base ^ (32 * j)) + hh * 8 * 512, dq[4 * j + 2 * hh], dq[4 * j + 2 * hh + 1]);
       }
     }
+    // The dQ writer adds both halves, then frees the stage with its own
+    // arrival; this thread's (its LSE/D reads and its wgmmas' reads of Q and
+    // dO are done) goes to the empty barrier directly, which orders the
+    // LSE/D reads before the producer's next stores there for
+    // compute-sanitizer too (through the named barrier and the writer's
+    // arrival, racecheck flagged each of them).
+    fence_proxy_async_smem();  // st.shared -> bulk-copy reads (async proxy)
+    named_barrier_arrive(T::kBarDQFull + st.stage, T::kDQSyncThreads);
+    mbar_arrive(sm.q_empty(st.stage));
   }
 
   // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.

@@ -8,7 +8,7 @@
 // leaves the LSE in the caller's [B, Hq, Sq] buffer). Padding
 // rows and rows that saw no key (LSE = -inf) get +inf, which makes their P
 // (and so dS) exactly 0.
-// Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sqp, D + kBwdDQPad] -> the
+// Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sqp, bwd_dq_stride(D)] -> the
 // dtype through dq's strides.
 #pragma once
 
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr int kGroup = kHeadDim / 8;  // lanes per row
   static_assert(kGroup <= 32 && 32 % kGroup == 0, "");
-  constexpr int kDQChunks = (kHeadDim + kBwdDQPad) / 4;  // float4s per accumulator row
+  constexpr int kDQChunks = bwd_dq_stride(kHeadDim) / 4;  // float4s per accumulator row
   const int lane = threadIdx.x & 31, g = lane % kGroup;
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kGroup;
   const int64_t total = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q_pad;
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
   const int i = static_cast<int>(r % a.seqlen_q_pad);
   const int64_t bh = r / a.seqlen_q_pad;
   if (valid) {
-    float4* acc = reinterpret_cast<float4*>(a.dq_accum + r * (kHeadDim + kBwdDQPad));
+    float4* acc = reinterpret_cast<float4*>(a.dq_accum + r * bwd_dq_stride(kHeadDim));
 #pragma unroll
     for (int c = g; c < kDQChunks; c += kGroup) acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
@@ -114,9 +114,17 @@ __global__ void __launch_bounds__(256) bwd_sm90_postprocess(const BwdPrepArgs a)
   const int i = static_cast<int>(row % a.seqlen_q);
   const int64_t bh = row / a.seqlen_q;
   const int h = static_cast<int>(bh % a.heads_q), b = static_cast<int>(bh / a.heads_q);
-  const float4* src = reinterpret_cast<const float4*>(
-      a.dq_accum + (bh * a.seqlen_q_pad + i) * (a.head_dim + kBwdDQPad) + c);
-  const float4 x = src[0], y = src[1];
+  float4 x, y;
+  if (bwd_split_head_dim(a.head_dim)) {  // the tile's permuted block
+    const float* tile = a.dq_accum + (bh * a.seqlen_q_pad + i / 64 * 64) * a.head_dim;
+    x = *reinterpret_cast<const float4*>(tile + bwd_dq_split_offset(i % 64, c));
+    y = *reinterpret_cast<const float4*>(tile + bwd_dq_split_offset(i % 64, c + 4));
+  } else {
+    const float4* src = reinterpret_cast<const float4*>(
+        a.dq_accum + (bh * a.seqlen_q_pad + i) * (a.head_dim + kBwdDQPad) + c);
+    x = src[0];
+    y = src[1];
+  }
   uint4 out;
   out.x = from_float2<T>(x.x * a.scale, x.y * a.scale);
   out.y = from_float2<T>(x.z * a.scale, x.w * a.scale);

@@ -1,6 +1,6 @@
-// Inline-PTX helpers the backward adds to ptx.cuh: the bulk reduce-add and
-// the vector reduction that accumulate dQ in global memory, and
-// shared-memory accesses by 32-bit address.
+// Inline-PTX helpers the backward adds to ptx.cuh: the bulk reduce-add that
+// accumulates dQ in global memory, and shared-memory accesses by 32-bit
+// address.
 #pragma once
 
 #include <cstdint>
@@ -44,12 +44,6 @@ __device__ __forceinline__ void st_release_gpu(int* p, int v) {
 
 __device__ __forceinline__ void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
-
-// p[0] += x, p[1] += y, one vector reduction (sm_90; p 8-byte aligned):
-// head dim 256's dQ adds, straight from the accumulator registers.
-__device__ __forceinline__ void red_add_f32x2(float* p, float x, float y) {
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y) : "memory");
 }
 
 __device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr) {

@@ -70,7 +70,7 @@ Status check_device(int device) {
 }
 
 // Byte layout of the workspace: lse2 [B, Hq, Sqp], dsum [B, Hq, Sqp], dQ
-// accumulator [B, Hq, Sqp, head_dim + kBwdDQPad], then the deterministic
+// accumulator [B, Hq, Sqp, bwd_dq_stride(head_dim)], then the deterministic
 // mode's counters [B, Hq, Sqp / bwd_block_m] (zeroed with the accumulator);
 // every part 256-byte aligned.
 struct Layout {
@@ -86,7 +86,8 @@ Layout layout(const BwdParams& p) {
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
-  l.order = l.dq + (bh * l.sq_pad * (p.head_dim + kBwdDQPad) * sizeof(float) + 255) / 256 * 256;
+  const size_t dq_stride = bwd_dq_stride(static_cast<int>(p.head_dim));
+  l.order = l.dq + (bh * l.sq_pad * dq_stride * sizeof(float) + 255) / 256 * 256;
   l.total = l.order + bh * (l.sq_pad / bm) * sizeof(int);
   return l;
 }
@@ -98,9 +99,6 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
     return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: " + kBuiltHeadDims + ")");
   }
   if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
-  if (p.deterministic && bwd_split_head_dim(static_cast<int>(p.head_dim))) {
-    return unsupported("no deterministic mode at head_dim " + std::to_string(p.head_dim));
-  }
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return unsupported("scale must be positive and finite");
   if (p.batch <= 0 || p.heads_q <= 0 || p.seqlen_q <= 0 || p.seqlen_k <= 0) {
     return unsupported("empty problem (the sm80 path handles it)");

@@ -53,14 +53,15 @@ struct BwdTraits {
   static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T (or P^T) [key][query], kBlockM / 64 atom columns
   // kSplitHeadDim: P^T and dS^T double-buffered (a step's writes cannot
   // reach the buffers that the other warpgroup's wgmmas of the step before
-  // may still read), no dQ staging.
+  // may still read); dQ is staged in the step's own Q/dO stage, whose half
+  // (per warpgroup) the warpgroup's last reader (dV_w, dK_w) has retired.
   static constexpr int kPDSBufs = kSplitHeadDim ? 2 : 1;
   static constexpr int kPBytes = kSplitHeadDim ? kDSBytes : 0;
   // dQ staging for the bulk reduce-add, fp32 [query][kHeadDim + 8]: the pad
   // of 8 floats puts rows 8 banks apart, so a warp's float2 stores (8 rows x
   // 4 lanes) fill 32 banks twice, the minimum. The global accumulator has the
   // same rows, so one bulk reduce-add moves a whole tile.
-  static constexpr int kDQStride = kHeadDim + kBwdDQPad;  // floats
+  static constexpr int kDQStride = bwd_dq_stride(kHeadDim);  // floats
   static constexpr int kDQBytes = kBlockM * kDQStride * 4;
   // Two staging tiles: the consumers fill one while the writer's reductions
   // still read the other (with one, they waited ~22% of their time for it).
@@ -84,19 +85,26 @@ struct BwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "exceeds the sm90 per-block shared memory");
   static_assert(kDQOff % 1024 == 0 && kDSOff % 1024 == 0 && kQBytes % 1024 == 0, "");
 
-  // One arrival per consumer thread frees a stage; a stage is full after
+  // One arrival per consumer thread frees a stage (at head dim 256 also the
+  // dQ writer's, once its reduce-adds have read the dQ staged there); a
+  // stage is full after
   // lane 0's expect_tx arrival (plus its TMA bytes) and the 32 arrivals of
   // the producer warp that copied its LSE/D rows.
-  static constexpr uint32_t kEmptyArrivals = 128 * kConsumerWGs;
+  static constexpr uint32_t kEmptyArrivals = 128 * kConsumerWGs + (kSplitHeadDim ? 1 : 0);
   static constexpr uint32_t kFullArrivals = 1 + 32;
   // Named barriers (0 is __syncthreads). kBarDS: over the 256 consumer
   // threads, both halves of dS^T (and at head dim 256 of P^T) are in smem. kBarDQFull + t / kBarDQEmpty +
   // t: the consumers and the dQ-writer warp hand staging tile t back and
   // forth (consumers arrive on full and sync on empty, the writer the reverse).
+  // kSplitHeadDim: kBarDQFull + stage, both warpgroups' dQ halves are staged
+  // in that Q/dO stage.
   static constexpr uint32_t kBarDS = 1;
   static constexpr uint32_t kBarDQFull = 2;
   static constexpr uint32_t kBarDQEmpty = kBarDQFull + kDQStages;
   static constexpr uint32_t kDQSyncThreads = 128 * kConsumerWGs + 32;
+  // kSplitHeadDim: kBarWG + w, the 128 threads of consumer warpgroup w.
+  static constexpr uint32_t kBarWG = kBarDQFull + kStages;
+  static_assert(!kSplitHeadDim || kBarWG + kConsumerWGs <= 16, "16 named barriers");
 };
 
 template <class T>
