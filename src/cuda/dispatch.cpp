@@ -261,7 +261,7 @@ bool use_sm90(const FwdParams& p) {
 #endif
 
 #ifdef FLASHATTN_WITH_SM90_BWD
-// The Hopper backward likewise (head dims 64 and 128, fp16/bf16, no softcap, no
+// The Hopper backward likewise (head dims 64, 128 and 256, fp16/bf16, no softcap, no
 // per-sequence lengths, no ALiBi / dropout); deterministic=true orders its
 // dQ additions by key tile (sm90/bwd_kernel.cuh, bwd_dq_writer).
 bool use_sm90_bwd(const BwdParams& p) {

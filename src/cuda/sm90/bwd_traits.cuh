@@ -22,9 +22,10 @@ struct BwdTraits {
   static constexpr int kBlockN = bwd_block_n(kHeadDim);  // keys per CTA
   // Head dim 256 (bwd_kernel_split.cuh): 64 keys per CTA, S^T and dP^T split
   // by query halves between the consumer warpgroups, P^T and dS^T through
-  // shared memory, dV, dK and dQ split by head-dim halves, dQ added with
-  // vector atomics. Head dims 64 and 128 (bwd_kernel.cuh): each warpgroup
-  // owns 64 of the 128 keys, P^T and dS^T stay in registers, dQ is staged.
+  // shared memory, dV, dK and dQ split by head-dim halves, dQ staged in the
+  // step's Q/dO stage. Head dims 64 and 128 (bwd_kernel.cuh): each
+  // warpgroup owns 64 of the 128 keys, P^T and dS^T stay in registers, dQ
+  // is staged in a tile of its own.
   static constexpr bool kSplitHeadDim = bwd_split_head_dim(kHeadDim);
   // dQ [kBlockM x kHeadDim] = dS K over the kBlockN keys, one 64-row wgmma
   // per consumer warpgroup: with 64 query rows each warpgroup takes half of
