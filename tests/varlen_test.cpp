@@ -6,7 +6,10 @@
 // equal lengths matches the padded call bit for bit on the CPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "flashattn/flashattn.h"
 #include "support/c_abi.hpp"
@@ -39,6 +42,10 @@ std::vector<VarlenCase> varlen_cases() {
   add(DType::F32, {5, 260}, {600, 260}, 2, 1, 72, false);            // odd head_dim
   add(DType::F16, {1, 1, 1, 1, 1}, {700, 3, 0, 65, 129}, 8, 1, 128, false);  // decode-like, MQA
   add(DType::F16, {16, 3}, {1000, 40}, 16, 2, 128, true);  // packed-GQA decode path, causal
+  // Hopper forward tile shapes (64: 192/128 rows, 256: 80 keys), ends in
+  // mid-tile both ways, a zero-length query sequence.
+  add(DType::BF16, {70, 200, 0, 1}, {150, 64, 9, 300}, 4, 2, 256, false);
+  add(DType::F16, {129, 300}, {129, 300}, 4, 1, 64, true);
   VarlenCase w;
   w.dtype = DType::F16;
   w.lens_q = {40, 129};
@@ -50,6 +57,16 @@ std::vector<VarlenCase> varlen_cases() {
   w.window_right = 3;
   w.softcap = 20.0f;
   v.push_back(w);
+  VarlenCase win;  // a window without softcap (the Hopper forward takes it)
+  win.dtype = DType::BF16;
+  win.lens_q = {300, 45};
+  win.lens_k = {280, 90};
+  win.heads_q = 2;
+  win.heads_kv = 1;
+  win.head_dim = 128;
+  win.window_left = 64;
+  win.window_right = 0;
+  v.push_back(win);
   return v;
 }
 
@@ -126,6 +143,49 @@ TEST(VarlenCAbi, SameBitsAsCpp) {
   // A null varlen descriptor is an argument error, not a crash.
   EXPECT_EQ(fa_forward_varlen(&ca, nullptr), FA_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(fa_last_error(), "varlen"), nullptr);
+}
+
+// A sequence's keys and values that are not finite stay out of the other
+// sequences: with sequence 1's K and V all NaN, sequence 0's output (whose
+// last key tile is partial: 45 keys) is finite and bit for bit what it was
+// with finite data, and sequence 1's is NaN, as the reference has it. (On
+// the H200 the Hopper forward loads sequence 0's last key tile from the
+// packed rows, sequence 1's included, and must zero those V rows: P is 0
+// there, 0 * NaN is not.) Head dims 64, 128, 256: each tile shape.
+TEST(VarlenIsolation, NonFiniteNextSequenceStaysOut) {
+  const Device dev = test_devices()[0];
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  for (int64_t d : {64, 128, 256}) {
+    SCOPED_TRACE("head_dim " + std::to_string(d));
+    VarlenCase c;
+    c.dtype = DType::BF16;
+    c.lens_q = {37, 50};
+    c.lens_k = {45, 70};
+    c.heads_q = 2;
+    c.heads_kv = 1;
+    c.head_dim = d;
+    VarlenInstance in = make_varlen(dev, c, false);
+    flashattn::Status st = flashattn::forward(in.fwd_args());
+    if (skip_if_unsupported(dev, st)) GTEST_SKIP() << st.message;
+    ASSERT_TRUE(st.ok()) << st.message;
+    const std::vector<double> finite_out = in.out.read();
+    const size_t row = static_cast<size_t>(c.heads_q * d), rows0 = 37;
+    std::vector<double> k = in.kd, v = in.vd;
+    const size_t kv_row = static_cast<size_t>(c.heads_kv * d);
+    for (size_t i = 45 * kv_row; i < k.size(); ++i) k[i] = v[i] = std::nan("");
+    in.k.write(k);
+    in.v.write(v);
+    st = flashattn::forward(in.fwd_args());
+    ASSERT_TRUE(st.ok()) << st.message;
+    const std::vector<double> out = in.out.read();
+    for (size_t i = 0; i < rows0 * row; ++i) {
+      ASSERT_TRUE(std::isfinite(out[i])) << "sequence 0, element " << i;
+      ASSERT_EQ(out[i], finite_out[i]) << "sequence 0, element " << i;
+    }
+    for (size_t i = rows0 * row; i < out.size(); ++i) {
+      ASSERT_TRUE(std::isnan(out[i])) << "sequence 1, element " << i;
+    }
+  }
 }
 
 // Equal lengths: the varlen call and the padded call do the same arithmetic.

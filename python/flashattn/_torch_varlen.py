@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from . import _capi
-from ._torch_ops import _DTYPES, _device, _raw_stream, no_gradient_outputs
+from ._torch_ops import _DTYPES, _device, _fast_path_ok, _raw_stream, no_gradient_outputs
 
 
 def _checked(name: str, t: Tensor, ndim: int, index: bool) -> Tuple[Tensor, int, int, int]:
@@ -69,12 +69,13 @@ def _varlen(cu_q: Tensor, cu_k: Tensor, max_q: int, max_k: int):
 
 # ---- varlen ------------------------------------------------------------------------
 
-@torch.library.custom_op("flashattn::varlen_fwd", mutates_args=())
-def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
-               max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
-               window_left: int, window_right: int, softcap: float,
-               deterministic: bool) -> Tuple[Tensor, Tensor]:
-    """(out [total_q, Hq, D], lse fp32 [Hq, total_q])."""
+def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+                     max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
+                     window_left: int, window_right: int, softcap: float,
+                     deterministic: bool) -> Tuple[Tensor, Tensor]:
+    """(out [total_q, Hq, D], lse fp32 [Hq, total_q]): the body of
+    torch.ops.flashattn.varlen_fwd, also called directly in plain eager mode
+    (varlen_forward)."""
     q, tq = _tv("q", q, 3)
     k, tk = _tv("k", k, 3)
     v, tv = _tv("v", v, 3)
@@ -89,18 +90,28 @@ def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens
     return out, lse
 
 
+@torch.library.custom_op("flashattn::varlen_fwd", mutates_args=())
+def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+               max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
+               window_left: int, window_right: int, softcap: float,
+               deterministic: bool) -> Tuple[Tensor, Tensor]:
+    """(out [total_q, Hq, D], lse fp32 [Hq, total_q])."""
+    return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                            softmax_scale, causal, window_left, window_right, softcap,
+                            deterministic)
+
+
 @varlen_fwd.register_fake
 def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      softmax_scale, causal, window_left, window_right, softcap, deterministic):
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
-@torch.library.custom_op("flashattn::varlen_bwd", mutates_args=())
-def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-               cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
-               max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
-               window_right: int, softcap: float,
-               deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
+def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+                     cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
+                     max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
+                     window_right: int, softcap: float,
+                     deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
     q, tq = _tv("q", q, 3)
     k, tk = _tv("k", k, 3)
     v, tv = _tv("v", v, 3)
@@ -118,6 +129,17 @@ def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: 
                                        softcap, deterministic))
     _capi.backward_varlen(args, vl)
     return dq, dk, dv
+
+
+@torch.library.custom_op("flashattn::varlen_bwd", mutates_args=())
+def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+               cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
+               max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
+               window_right: int, softcap: float,
+               deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    return _varlen_bwd_impl(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                            max_seqlen_k, softmax_scale, causal, window_left, window_right,
+                            softcap, deterministic)
 
 
 @varlen_bwd.register_fake
@@ -146,6 +168,41 @@ def _varlen_backward(ctx, dout, dlse):
 
 
 varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup)
+
+
+class _EagerVarlen(torch.autograd.Function):
+    """The eager fast path's autograd node for varlen, as _torch_ops'
+    _EagerAttention for padded batches: same impls and saved tensors, no
+    dispatcher round trips. (It did not close the gap between varlen and
+    padded calls measured on the H200: that one is in the kernels,
+    bench/NOTES.md.)"""
+
+    @staticmethod
+    def forward(ctx, q, k, v, cu_q, cu_k, params):
+        out, lse = _varlen_fwd_impl(q, k, v, cu_q, cu_k, *params)
+        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+        ctx.params = params
+        no_gradient_outputs(ctx, lse)
+        return out, lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout, dlse):
+        if dout is None:  # no_gradient_outputs
+            return (None,) * 6
+        q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+        dq, dk, dv = _varlen_bwd_impl(dout, q, k, v, out, lse, cu_q, cu_k, *ctx.params)
+        return dq, dk, dv, None, None, None
+
+
+def varlen_forward(q: Tensor, k: Tensor, v: Tensor, cu_q: Tensor, cu_k: Tensor, *params):
+    """torch.ops.flashattn.varlen_fwd, or in plain eager mode its impl
+    directly (_torch_ops._fast_path_ok says when)."""
+    if not _fast_path_ok(q, k, v):
+        return torch.ops.flashattn.varlen_fwd(q, k, v, cu_q, cu_k, *params)
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _EagerVarlen.apply(q, k, v, cu_q, cu_k, params)
+    return _varlen_fwd_impl(q, k, v, cu_q, cu_k, *params)
 
 
 # ---- KV cache ----------------------------------------------------------------------

@@ -171,7 +171,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             "flash_attn_varlen_func: block_table (paged KV) is supported by flash_attn_with_kvcache, "
             "not by the varlen function yet; pass block_table=None")
     o = _resolved(softmax_scale, causal, window_size, softcap)
-    out, _ = torch.ops.flashattn.varlen_fwd(
+    out, _ = _torch_varlen.varlen_forward(
         q, k, v, _i32("cu_seqlens_q", cu_seqlens_q, q.device), _i32("cu_seqlens_k", cu_seqlens_k, q.device),
         int(max_seqlen_q), int(max_seqlen_k), o["softmax_scale"], o["causal"], o["window_left"],
         o["window_right"], o["softcap"], bool(deterministic))

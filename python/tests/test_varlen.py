@@ -21,10 +21,21 @@ def _cu(lens, device):
     return torch.tensor(cu, dtype=torch.int32, device=device)
 
 
+@pytest.fixture(params=["eager", "op"])
+def path(request, monkeypatch):
+    """eager: flash_attn_varlen_func's fast path (autograd.Function, no
+    dispatcher); op: always through torch.ops.flashattn.varlen_fwd and its
+    registered autograd."""
+    from flashattn import _torch_ops
+
+    monkeypatch.setattr(_torch_ops, "EAGER_FAST_PATH", request.param == "eager")
+    return request.param
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("causal", [False, True])
-def test_varlen_forward_backward(device, dtype, causal):
+def test_varlen_forward_backward(device, dtype, causal, path):
     if device == "cpu" and dtype != torch.float32 and not causal:
         pytest.skip("one low-precision CPU case per causal setting keeps the suite short")
     if device == "cuda" and dtype == torch.float32:

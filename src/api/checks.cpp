@@ -471,11 +471,13 @@ Status check_lse_varlen(const char* name, const TensorView& lse, const TensorVie
 
 // After fill_common on the packed views: per-sequence lengths replace the
 // [1, total] shape.
-void apply_varlen(const Varlen& vl, int64_t batch, int64_t total_q, AttnParams* p) {
+void apply_varlen(const Varlen& vl, int64_t batch, int64_t total_q, int64_t total_k,
+                  AttnParams* p) {
   p->batch = batch;
   p->seqlen_q = vl.max_seqlen_q;
   p->seqlen_k = vl.max_seqlen_k;
   p->total_q = total_q;
+  p->total_k = total_k;
   p->cu_seqlens_q = static_cast<const int32_t*>(vl.cu_seqlens_q.data);
   p->cu_seqlens_k = static_cast<const int32_t*>(vl.cu_seqlens_k.data);
 }
@@ -524,7 +526,7 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
       !s.ok()) {
     return s;
   }
-  apply_varlen(a.varlen, B, total_q, p);
+  apply_varlen(a.varlen, B, total_q, total_k, p);
   p->out = a.out.data;
   p->o_str = strides_of(out);
   p->lse = has_lse ? static_cast<float*>(a.lse.data) : nullptr;
@@ -591,7 +593,7 @@ Status make_backward_params_varlen(const BackwardArgs& a, BwdParams* p) {
       !s.ok()) {
     return s;
   }
-  apply_varlen(a.varlen, B, Tq, p);
+  apply_varlen(a.varlen, B, Tq, Tk, p);
   p->out = a.out.data;
   p->dout = a.dout.data;
   p->o_str = strides_of(out);

@@ -63,6 +63,7 @@ struct AttnParams {
   const int32_t* seqlens_k = nullptr;
   int64_t seqlens_k_add = 0;
   int64_t total_q = 0;  // varlen: rows of q (the LSE's head stride)
+  int64_t total_k = 0;  // varlen: rows of k and v (the sm90 forward's TMA bounds)
   // Paged K/V: row t of sequence b is row t % page_size of page
   // block_table[b * block_table_stride + t / page_size]; k/v's batch stride
   // is then the page stride. nullptr = contiguous per-sequence K/V.

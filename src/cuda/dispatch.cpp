@@ -254,9 +254,10 @@ bool use_sm90(const FwdParams& p) {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  // The Hopper forward has no per-sequence lengths or block tables (yet), and
-  // no ALiBi or dropout: those run on the sm80 kernels (sm80/variants.cuh).
-  return !disabled && !p.per_sequence() && !p.has_variants() && sm90::can_implement(p).ok();
+  // The Hopper forward takes varlen batches but no KV-cache lengths or block
+  // tables (sm90::can_implement says), and no ALiBi or dropout: those run on
+  // the sm80 kernels (sm80/variants.cuh).
+  return !disabled && !p.has_variants() && sm90::can_implement(p).ok();
 }
 #endif
 

@@ -26,6 +26,7 @@ struct Epilogue {
   static constexpr int kHeadDim = T::kHeadDim, kBlockM = T::kBlockM;
 
   // wg: consumer warpgroup (0/1); tid: thread index within it.
+  template <bool kVarlen>
   __device__ static void store(const KernelArgs& a, const SmemMap<T>& sm, const WorkTile& tile,
                                int wg, int tid, const float (&o)[kHeadDim / 2],
                                const float (&inv)[2], const float (&lse)[2]) {
@@ -34,6 +35,17 @@ struct Epilogue {
     if constexpr (T::kDirectO) {
       store_direct(a, tile, row0, lane, o, inv);
       store_lse(a, tile, row0, lane, lse);
+      return;
+    }
+    if constexpr (kVarlen) {  // stores bounded by the sequence
+      store_direct(a, tile, row0, lane, o, inv);
+      store_lse(a, tile, row0, lane, lse);
+      if constexpr (!T::kEarlyQRelease) {
+        // Q's buffer goes back once every warp's wgmmas have read it (a
+        // warp's own wait covers only its part).
+        named_barrier_sync(T::kBarEpilogue + wg, 128);
+        if (tid == 0) mbar_arrive(sm.q_empty());
+      }
       return;
     }
     if constexpr (T::kSeparateO) {
@@ -80,15 +92,15 @@ struct Epilogue {
   __device__ static void store_lse(const KernelArgs& a, const WorkTile& tile, int row0, int lane,
                                    const float (&lse)[2]) {
     if (a.lse != nullptr && (lane & 3) == 0) {
-      float* lrow = a.lse + (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) *
-                                static_cast<int64_t>(a.seqlen_q);
+      float* lrow = a.lse + tile.batch * a.lse_batch_stride + tile.head * a.lse_head_stride + tile.q_off;
       const int r0 = tile.m_block * kBlockM + row0;
-      if (r0 < a.seqlen_q) lrow[r0] = lse[0];
-      if (r0 + 8 < a.seqlen_q) lrow[r0 + 8] = lse[1];
+      if (r0 < tile.seqlen_q) lrow[r0] = lse[0];
+      if (r0 + 8 < tile.seqlen_q) lrow[r0 + 8] = lse[1];
     }
   }
 
-  // Registers -> global, 4 bytes (2 elements) per store; rows >= seqlen_q skipped.
+  // Registers -> global, 4 bytes (2 elements) per store; rows past the
+  // sequence skipped (varlen: o_stride_batch is 0, rows are packed).
   __device__ static void store_direct(const KernelArgs& a, const WorkTile& tile, int row0,
                                       int lane, const float (&o)[kHeadDim / 2],
                                       const float (&inv)[2]) {
@@ -99,8 +111,8 @@ struct Epilogue {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int g = g0 + 8 * r;
-      if (g >= a.seqlen_q) continue;
-      uint16_t* row = base + g * a.o_stride_seq;
+      if (g >= tile.seqlen_q) continue;
+      uint16_t* row = base + static_cast<int64_t>(tile.q_off + g) * a.o_stride_seq;
 #pragma unroll
       for (int j = 0; j < kHeadDim / 8; ++j) {
         *reinterpret_cast<uint32_t*>(row + 8 * j) =

@@ -44,13 +44,39 @@ __device__ __forceinline__ void convert_p(const float (&s)[T::kBlockN / 2],
   }
 }
 
+// Varlen: the rows of the first (highest) key tile past the sequence's end
+// were loaded from the next sequence (the TMA map spans the packed rows).
+// Their P is 0, but 0 * NaN is NaN: a non-finite value there would reach
+// this sequence's output through P V. So the consumers zero those rows of V
+// (each thread a share, every warpgroup before any of them multiplies by it)
+// once it has landed. Padded batches need none of this: TMA fills the rows
+// past seqlen_k with zeros.
+template <class T, bool kVarlen>
+__device__ __forceinline__ void zero_v_past_end(const KernelArgs& a, const SmemMap<T>& sm,
+                                                const WorkTile& tile, const KeyTileRange& range,
+                                                const PipeState<T::kStages>& pipe, int ctid) {
+  constexpr int kBlockN = T::kBlockN, kChunks = 8;  // 16-byte chunks per 128-byte row
+  const int c0 = (range.n_end - 1) * kBlockN;
+  if (!kVarlen || c0 + kBlockN <= tile.seqlen_k) return;
+  const int first = tile.seqlen_k - c0;  // the first row to zero
+  mbar_wait(sm.v_full(pipe.stage), pipe.phase);
+  const int n = (kBlockN - first) * T::kAtoms * kChunks;
+  for (int i = ctid; i < n; i += 128 * T::kConsumerWGs) {
+    const int chunk = i % kChunks, row = first + (i / kChunks) % (kBlockN - first),
+              at = i / (kChunks * (kBlockN - first));
+    st_shared_zero16(sm.v(pipe.stage) + at * kBlockN * 128 + row * 128 + chunk * 16);
+  }
+  fence_proxy_async_smem();  // st.shared -> the P V wgmmas (async proxy)
+  named_barrier_sync(T::kBarVZero, 128 * T::kConsumerWGs);
+}
+
 // Consumer warpgroup, one work tile, with FA3's intra-warpgroup overlap
 // (§3.2): in iteration i the wgmmas S_i = Q K_i^T and O += P_{i-1} V_{i-1}
 // are issued back to back; the softmax of S_i runs while P_{i-1} V_{i-1} is
 // still in the tensor cores, and only the O rescale by exp(m_{i-1} - m_i)
 // waits for it. O then holds sum_{j<i} P_j V_j at the scale of m_i, ready
 // for P_i V_i.
-template <class T>
+template <class T, bool kVarlen>
 __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap<T>& sm,
                                               const WorkTile& tile, const BlockMask& mask,
                                               const KeyTileRange& range, int r0, int r1, int wg,
@@ -129,6 +155,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     fence_operand(s);
     if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
     if (n_tiles == 1) release_q();
+    zero_v_past_end<T, kVarlen>(a, sm, tile, range, pipe, wg * 128 + tid);
     mask_tile(s, range.n_end - 1);
     softmax.step(s, a.scale_log2, corr);  // O is still zero: no rescale
     convert_p<T>(s, p);
@@ -182,10 +209,10 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
 
   float inv[2], lse[2];
   softmax.finalize(a.scale, inv, lse);
-  Epilogue<T>::store(a, sm, tile, wg, tid, o, inv, lse);
+  Epilogue<T>::template store<kVarlen>(a, sm, tile, wg, tid, o, inv, lse);
 }
 
-template <class T>
+template <class T, bool kVarlen>
 __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_constant__ KernelArgs a) {
   using Sched = PersistentTileScheduler;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -196,12 +223,15 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   if (threadIdx.x == 0) Mainloop<T>::init_barriers(sm);
   __syncthreads();
 
-  const BlockMask mask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
-  // Producer and consumers walk the same work-tile sequence, so their
-  // barrier phases (Q once per tile, the K/V ring across tiles) stay paired.
+  // Producer and consumers walk the same work-tile sequence and skip the
+  // same inactive tiles (varlen), so their barrier phases (Q once per tile,
+  // the K/V ring across tiles) stay paired. Rows and mask are the sequence's.
   auto tile_rows = [&](const WorkTile& tile, int& r0, int& r1) {
     r0 = tile.m_block * T::kBlockM;
-    r1 = min(r0 + T::kBlockM, a.seqlen_q);
+    r1 = min(r0 + T::kBlockM, tile.seqlen_q);
+  };
+  auto tile_mask = [&](const WorkTile& tile) {
+    return BlockMask{tile.seqlen_k - tile.seqlen_q, a.window_left, a.window_right, tile.seqlen_k};
   };
 
   if (wg == 0) {
@@ -213,23 +243,26 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
       tma_prefetch_desc(&a.tm_o);
       PipeState<T::kStages> pipe;
       uint32_t it = 0;
-      for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride(), ++it) {
-        const WorkTile tile = Sched::decode(a, t);
+      for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride()) {
+        const WorkTile tile = Sched::template decode<kVarlen>(a, t);
+        if (!tile.active(T::kBlockM)) continue;
         int r0, r1;
         tile_rows(tile, r0, r1);
-        Mainloop<T>::load(a, sm, tile, key_tile_range<T::kBlockN>(mask, r0, r1), it, pipe);
+        Mainloop<T>::load(a, sm, tile, key_tile_range<T::kBlockN>(tile_mask(tile), r0, r1), it++, pipe);
       }
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();
     PipeState<T::kStages> pipe;
     uint32_t it = 0;
-    for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride(), ++it) {
-      const WorkTile tile = Sched::decode(a, t);
+    for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride()) {
+      const WorkTile tile = Sched::template decode<kVarlen>(a, t);
+      if (!tile.active(T::kBlockM)) continue;
       int r0, r1;
       tile_rows(tile, r0, r1);
-      consumer_tile<T>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0, r1,
-                       wg - 1, tid, it, pipe);
+      const BlockMask mask = tile_mask(tile);
+      consumer_tile<T, kVarlen>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0, r1,
+                       wg - 1, tid, it++, pipe);
     }
     Epilogue<T>::drain(tid);
   }

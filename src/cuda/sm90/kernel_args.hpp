@@ -49,7 +49,16 @@ struct KernelArgs {
   CUtensorMap tm_k;  // box {64, kBlockN}
   CUtensorMap tm_v;  // box {64, kBlockN}
   CUtensorMap tm_o;  // box {64, 64}: each consumer warpgroup stores its own rows
-  float* lse;        // [B, Hq, Sq] or nullptr
+  float* lse;        // nullptr, or LSE (b, h, i) at lse[b * lse_batch_stride + h * lse_head_stride + row]
+  int64_t lse_batch_stride, lse_head_stride;
+  // Varlen (nullptr for padded batches): sequence b is rows [cu_seqlens_q[b],
+  // cu_seqlens_q[b + 1]) of the packed q / out (the maps' batch is 1) and
+  // [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of k / v; seqlen_q / seqlen_k are
+  // the longest. Work tiles past a sequence's end are skipped
+  // (tile_scheduler.cuh), and O goes out by direct stores bounded by the
+  // sequence (a TMA store of a tile would write the next sequence's rows).
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;

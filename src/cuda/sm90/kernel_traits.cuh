@@ -113,6 +113,7 @@ struct FwdTraits {
   // Named barrier ids (0 is __syncthreads).
   static constexpr uint32_t kBarEpilogue = 1;                     // + consumer warpgroup
   static constexpr uint32_t kBarScheduler = 1 + kConsumerWGs;      // + consumer warpgroup
+  static constexpr uint32_t kBarVZero = 1 + 2 * kConsumerWGs;      // all consumers (varlen)
 };
 
 }  // namespace flashattn::detail::cuda::sm90

@@ -13,7 +13,10 @@ namespace flashattn::detail::cuda::sm90 {
 template <class Element, int kHeadDim, int kBlockM>
 Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   using T = FwdTraits<Element, kHeadDim, kBlockM>;
-  auto* kernel = &fwd_kernel<T>;
+  // Varlen is a kernel of its own: with the lengths known to be the
+  // arguments', the padded kernel keeps its constant mask and offsets (a
+  // runtime switch cost it 3-5% at head dim 128, bench/sm90/NOTES.md).
+  auto* kernel = args.cu_seqlens_q != nullptr ? &fwd_kernel<T, true> : &fwd_kernel<T, false>;
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
   if (e != cudaSuccess) {

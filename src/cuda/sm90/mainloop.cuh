@@ -91,7 +91,7 @@ struct Mainloop {
 #pragma unroll
       for (int at = 0; at < kAtoms; ++at) {
         tma_load_4d(sm.k(pipe.stage) + at * kBlockN * 128, &a.tm_k, sm.k_full(pipe.stage),
-                    at * 64, n * kBlockN, kv_head, tile.batch);
+                    at * 64, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
       }
     };
     auto load_v = [&](int n) {
@@ -100,7 +100,7 @@ struct Mainloop {
 #pragma unroll
       for (int at = 0; at < kAtoms; ++at) {
         tma_load_4d(sm.v(pipe.stage) + at * kBlockN * 128, &a.tm_v, sm.v_full(pipe.stage),
-                    at * 64, n * kBlockN, kv_head, tile.batch);
+                    at * 64, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
       }
     };
     const bool any = range.n_end > range.n_begin;
@@ -110,7 +110,7 @@ struct Mainloop {
 #pragma unroll
     for (int at = 0; at < kAtoms; ++at) {
       tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * 64,
-                  tile.m_block * kBlockM, tile.head, tile.batch);
+                  tile.q_off + tile.m_block * kBlockM, tile.head, tile.map_batch);
     }
     if (!any) return;
     load_v(range.n_end - 1);

@@ -97,20 +97,32 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) {
     return invalid("k: heads_q must be a multiple of heads_kv");
   }
+  // Varlen batches run here (packed rows, the kernel reads cu_seqlens); KV
+  // caches (per-sequence key counts, pages) run on the sm80 kernels.
+  if (p.seqlens_k != nullptr || p.block_table != nullptr) {
+    return unsupported("KV-cache lengths and paged K/V are not implemented");
+  }
+  const bool varlen = p.varlen();
+  if (varlen && (p.cu_seqlens_k == nullptr || p.total_q > INT32_MAX || p.total_k > INT32_MAX)) {
+    return unsupported("varlen needs cu_seqlens_k and fewer than 2^31 packed rows");
+  }
   if (Status s = check_device(p.device_index); !s.ok()) return s;
   if (is_empty(p)) return Status::Ok();
 
   const int64_t esize = 2;
-  const TmaOperand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
-  const TmaOperand o{"out", p.out, p.seqlen_q, p.heads_q, p.o_str};
+  // Varlen maps: [1, total rows, heads, head_dim] over the packed tensors.
+  const int64_t map_batch = varlen ? 1 : p.batch;
+  const int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;
+  const TmaOperand q{"q", p.q, rows_q, p.heads_q, p.q_str};
+  const TmaOperand o{"out", p.out, rows_q, p.heads_q, p.o_str};
   // With no keys there is nothing to load; the K/V maps then describe Q (never used).
-  const bool no_keys = p.seqlen_k == 0;
-  const TmaOperand k = no_keys ? TmaOperand{"k", p.q, p.seqlen_q, p.heads_q, p.q_str}
-                            : TmaOperand{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
-  const TmaOperand v = no_keys ? TmaOperand{"v", p.q, p.seqlen_q, p.heads_q, p.q_str}
-                            : TmaOperand{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
+  const bool no_keys = rows_k == 0;
+  const TmaOperand k = no_keys ? TmaOperand{"k", p.q, rows_q, p.heads_q, p.q_str}
+                            : TmaOperand{"k", p.k, rows_k, p.heads_kv, p.k_str};
+  const TmaOperand v = no_keys ? TmaOperand{"v", p.q, rows_q, p.heads_q, p.q_str}
+                            : TmaOperand{"v", p.v, rows_k, p.heads_kv, p.v_str};
   for (const TmaOperand* t : {&q, &k, &v, &o}) {
-    if (std::string m = tma_alignment_problem(*t, p.batch, esize); !m.empty()) return invalid(m);
+    if (std::string m = tma_alignment_problem(*t, map_batch, esize); !m.empty()) return invalid(m);
   }
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
@@ -120,13 +132,17 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
                                          {&args->tm_k, k, block_n},
                                          {&args->tm_v, v, block_n},
                                          {&args->tm_o, o, 64}},
-                                        p.batch, p.head_dim, p.dtype);
+                                        map_batch, p.head_dim, p.dtype);
       !why.empty()) {
     return unsupported(why);
   }
 
   args->block_m = block_m;
   args->lse = p.lse;
+  args->lse_batch_stride = p.lse_batch_stride;
+  args->lse_head_stride = p.lse_head_stride;
+  args->cu_seqlens_q = varlen ? p.cu_seqlens_q : nullptr;
+  args->cu_seqlens_k = varlen ? p.cu_seqlens_k : nullptr;
   args->out = p.out;
   args->o_stride_batch = p.o_str.batch;
   args->o_stride_seq = p.o_str.seq;

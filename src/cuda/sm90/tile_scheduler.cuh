@@ -16,8 +16,15 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
+// A work tile and its sequence: row offsets in the TMA maps (varlen: the
+// packed rows, whose map batch is 0), and the sequence's lengths.
 struct WorkTile {
   int m_block, head, batch;
+  int q_off, k_off, map_batch;
+  int seqlen_q, seqlen_k;
+  // Varlen: query tiles past the sequence's end have no work (both roles
+  // skip them, and count only the others for their barrier phases).
+  __device__ bool active(int block_m) const { return m_block * block_m < seqlen_q; }
 };
 
 struct PersistentTileScheduler {
@@ -26,11 +33,21 @@ struct PersistentTileScheduler {
   __device__ static int first() { return static_cast<int>(blockIdx.x); }
   __device__ static int stride() { return static_cast<int>(gridDim.x); }
 
+  template <bool kVarlen>
   __device__ static WorkTile decode(const KernelArgs& a, int t) {
     int m = t % a.num_m_blocks;
     const int hb = t / a.num_m_blocks;
     if (a.longest_first) m = a.num_m_blocks - 1 - m;
-    return {m, hb % a.heads_q, hb / a.heads_q};
+    WorkTile w{m, hb % a.heads_q, hb / a.heads_q, 0, 0, 0, a.seqlen_q, a.seqlen_k};
+    if constexpr (kVarlen) {
+      w.q_off = a.cu_seqlens_q[w.batch];
+      w.seqlen_q = a.cu_seqlens_q[w.batch + 1] - w.q_off;
+      w.k_off = a.cu_seqlens_k[w.batch];
+      w.seqlen_k = a.cu_seqlens_k[w.batch + 1] - w.k_off;
+    } else {
+      w.map_batch = w.batch;
+    }
+    return w;
   }
 };
 
