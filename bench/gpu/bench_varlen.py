@@ -13,8 +13,9 @@ through autograd (both functions are differentiable). CUDA events, median of
 
 Each dispatch mode runs in its own process (FLASHATTN_DISABLE_SM90 is read once
 per process): `default` (sm90a kernels where they apply: the padded forward /
-backward; varlen stays on sm80) and `sm80` (FLASHATTN_DISABLE_SM90=1: both
-layouts on the sm80 kernels, the like-for-like comparison). The kernels each
+backward and the varlen forward, so the forward is like for like there; the
+varlen backward runs on sm80) and `sm80` (FLASHATTN_DISABLE_SM90=1: both
+layouts on the sm80 kernels). The kernels each
 call launched are read with torch.profiler and written to the CSV.
 
 CSV columns: mode,pass,causal,batch,seqlen,layout,ms,tflops,varlen_over_padded,kernels
