@@ -18,11 +18,11 @@ namespace flashattn::detail::cuda::sm90 {
 // warpgroups, where head dim 128's (64 x 128) splits by columns. Head dim 256
 // takes 64 keys: dK and dV for 128 keys would need 256 registers per thread
 // (bwd_traits.cuh, kSplitHeadDim).
-constexpr int bwd_block_n(int head_dim) { return head_dim > 128 ? 64 : 128; }
-constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
 // Head dim 256 splits dK, dV and dQ by head-dim halves between the consumer
 // warpgroups (bwd_kernel_split.cuh).
 constexpr bool bwd_split_head_dim(int head_dim) { return head_dim > 128; }
+constexpr int bwd_block_n(int head_dim) { return bwd_split_head_dim(head_dim) ? 64 : 128; }
+constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
 // Floats of padding after each head_dim-long row of the fp32 dQ accumulator,
 // in shared memory (rows 8 banks apart: conflict-free staging stores) and,
 // so that a staged query tile is one contiguous bulk reduce-add, in global
