@@ -37,7 +37,13 @@ extern "C" {
 #define FA_VERSION_MINOR 1
 #define FA_VERSION_PATCH 0
 
-typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2, FA_I32 = 3 /* index tensors */ } fa_dtype;
+typedef enum fa_dtype {
+  FA_F32 = 0,
+  FA_F16 = 1,
+  FA_BF16 = 2,
+  FA_I32 = 3,   /* index tensors */
+  FA_F8E4M3 = 4 /* fp8 e4m3 ("e4m3fn"): fa_forward / fa_forward_fp8 inputs only */
+} fa_dtype;
 typedef enum fa_device { FA_CPU = 0, FA_CUDA = 1 } fa_device;
 typedef enum fa_status {
   FA_OK = 0,
@@ -124,6 +130,16 @@ FA_API fa_status fa_backward(const fa_backward_args* args);
 FA_API fa_status fa_forward_varlen(const fa_forward_args* args, const fa_varlen* varlen);
 FA_API fa_status fa_backward_varlen(const fa_backward_args* args, const fa_varlen* varlen);
 FA_API fa_status fa_forward_kvcache(const fa_kvcache_args* args);
+
+/* FP8 forward: q, k, v FA_F8E4M3, out FA_BF16. The attention of the
+ * dequantised tensors q * q_descale, k * k_descale, v * v_descale; each
+ * descale is optional (data NULL = 1): fp32 [1] on q's device. scales may be
+ * NULL (all 1; then the same as fa_forward). Semantics and limits:
+ * flashattn.hpp (Fp8Descale). */
+typedef struct fa_fp8_descale {
+  fa_tensor q, k, v;
+} fa_fp8_descale;
+FA_API fa_status fa_forward_fp8(const fa_forward_args* args, const fa_fp8_descale* scales);
 
 /* Bytes of scratch memory the call would allocate (host for CPU tensors,
  * device for CUDA tensors); the inputs and outputs are not counted. */

@@ -49,7 +49,9 @@
 
 namespace flashattn {
 
-enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3 };  // I32: index tensors only
+// I32: index tensors only. F8E4M3 (OCP fp8 e4m3, "e4m3fn": no infinities,
+// max 448): forward() inputs only, see Fp8Descale below.
+enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3, F8E4M3 = 4 };
 enum class Device : int32_t { CPU = 0, CUDA = 1 };
 
 FLASHATTN_EXPORT const char* dtype_name(DType dtype) noexcept;
@@ -113,9 +115,23 @@ struct Varlen {
   bool enabled() const noexcept { return cu_seqlens_q.data != nullptr || cu_seqlens_k.data != nullptr; }
 };
 
+// FP8 forward (forward() with padded batches only; no backward, varlen or
+// KV cache): q, k and v all F8E4M3, out BF16. The attention computed is that
+// of the dequantised tensors q * q_descale, k * k_descale, v * v_descale
+// (per-tensor factors, as FlashAttention-3's descale arguments), in fp32
+// accumulation; P is rounded to e4m3 before P V as the tensor cores take it.
+// Each factor is optional: an fp32 tensor of one element ([1]) on q's device,
+// read by the kernel (no host synchronisation); data == nullptr means 1.
+// CUDA: Hopper (sm_90a) only, head dims 128 and 256, no softcap, ALiBi or
+// dropout. CPU: every head dim and variant (computed in fp32 from the
+// dequantised inputs).
+struct Fp8Descale {
+  TensorView q, k, v;
+};
+
 struct ForwardArgs {
   TensorView q, k, v;  // [B, Sq, Hq, D], [B, Sk, Hkv, D], [B, Sk, Hkv, D]
-  TensorView out;      // [B, Sq, Hq, D], dtype of q
+  TensorView out;      // [B, Sq, Hq, D], dtype of q (BF16 for F8E4M3 inputs)
   TensorView lse;      // optional (data == nullptr): fp32 [B, Hq, Sq] contiguous
   Options options;
   Varlen varlen;       // optional: packed [total, heads, head_dim] tensors
@@ -123,6 +139,7 @@ struct ForwardArgs {
   // receives Z (1 kept, 0 dropped; 0 also where the causal/window mask hides
   // the key).
   TensorView dropout_mask;
+  Fp8Descale fp8_descale;  // F8E4M3 inputs only (see above)
 };
 
 struct BackwardArgs {

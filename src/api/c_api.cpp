@@ -214,6 +214,23 @@ fa_status fa_forward_varlen(const fa_forward_args* args, const fa_varlen* varlen
   return finish(flashattn::forward(a));
 }
 
+fa_status fa_forward_fp8(const fa_forward_args* args, const fa_fp8_descale* scales) {
+  if (args == nullptr) return null_args("fa_forward_fp8");
+  if (fa_status s = check_forward_ndims(*args); s != FA_OK) return s;
+  flashattn::ForwardArgs a = to_forward(*args);
+  if (scales != nullptr) {
+    const std::pair<const char*, const fa_tensor*> ts[] = {
+        {"fp8_descale.q", &scales->q}, {"fp8_descale.k", &scales->k}, {"fp8_descale.v", &scales->v}};
+    for (auto [n, t] : ts) {
+      if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
+    }
+    a.fp8_descale.q = to_view(scales->q);
+    a.fp8_descale.k = to_view(scales->k);
+    a.fp8_descale.v = to_view(scales->v);
+  }
+  return finish(flashattn::forward(a));
+}
+
 fa_status fa_backward_varlen(const fa_backward_args* args, const fa_varlen* varlen) {
   if (args == nullptr) return null_args("fa_backward_varlen");
   if (fa_status s = check_backward_ndims(*args); s != FA_OK) return s;

@@ -49,7 +49,8 @@ Status check_view(const char* name, const TensorView& t, int ndim) {
     return invalid(std::string(name) + ": expected a " + std::to_string(ndim) +
                    "-d tensor, got ndim " + std::to_string(t.ndim));
   }
-  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16) {
+  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16 &&
+      t.dtype != DType::F8E4M3) {
     return invalid(std::string(name) + ": unknown dtype code " +
                    std::to_string(static_cast<int>(t.dtype)));
   }
@@ -213,6 +214,41 @@ Status check_lse(const char* name, const TensorView& lse, const TensorView& q, i
 }
 
 Strides strides_of(const TensorView& t) { return {t.stride[0], t.stride[1], t.stride[2]}; }
+
+// fp8 inputs are for the padded forward only (flashattn.hpp, Fp8Descale).
+Status refuse_fp8(const AttnParams& p, const char* call) {
+  if (p.dtype != DType::F8E4M3) return Status::Ok();
+  return Status::Error(ErrorCode::Unsupported,
+                       std::string("q: float8_e4m3 inputs are supported by the padded forward() "
+                                   "only, not by ") + call);
+}
+
+// The optional per-tensor fp8 dequantisation factors: fp32 [1] on q's
+// device, and only with fp8 inputs.
+Status fill_fp8_descale(const ForwardArgs& a, FwdParams* p) {
+  const struct {
+    const char* name;
+    const TensorView* t;
+    const float** dst;
+  } ds[] = {{"fp8_descale.q", &a.fp8_descale.q, &p->q_descale},
+            {"fp8_descale.k", &a.fp8_descale.k, &p->k_descale},
+            {"fp8_descale.v", &a.fp8_descale.v, &p->v_descale}};
+  for (const auto& d : ds) {
+    if (d.t->data == nullptr) continue;
+    if (a.q.dtype != DType::F8E4M3) {
+      return invalid(std::string(d.name) + ": only for float8_e4m3 inputs, q is " +
+                     dtype_name(a.q.dtype));
+    }
+    if (Status s = check_view(d.name, *d.t, 1); !s.ok()) return s;
+    if (Status s = check_same_place(d.name, *d.t, a.q, DType::F32); !s.ok()) return s;
+    if (d.t->shape[0] != 1) {
+      return invalid(std::string(d.name) + ": expected shape [1] (one per-tensor factor), got " +
+                     shape_str(*d.t));
+    }
+    *d.dst = static_cast<const float*>(d.t->data);
+  }
+  return Status::Ok();
+}
 
 // Shapes, dtypes, devices and options common to forward and backward.
 Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v,
@@ -491,6 +527,8 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
   if (Status s = as_packed("v", a.v, &v); !s.ok()) return s;
   if (Status s = as_packed("out", a.out, &out); !s.ok()) return s;
   if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
+  if (Status s = refuse_fp8(*p, "varlen batches"); !s.ok()) return s;
+  if (Status s = fill_fp8_descale(a, p); !s.ok()) return s;
   if (Status s = fill_variants(a.options, a.q, B, p); !s.ok()) return s;
   if (a.dropout_mask.data) return invalid("dropout_mask: returned for padded batches only (not varlen)");
   if (p->alibi_slopes) {
@@ -546,6 +584,7 @@ Status make_backward_params_varlen(const BackwardArgs& a, BwdParams* p) {
     if (Status s = as_packed(name, *tv.first, tv.second); !s.ok()) return s;
   }
   if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
+  if (Status s = refuse_fp8(*p, "backward()"); !s.ok()) return s;
   if (Status s = fill_variants(a.options, a.q, B, p); !s.ok()) return s;
   if (p->alibi_slopes) {
     if (Status s = check_disjoint({{"dq", &a.dq}, {"dk", &a.dk}, {"dv", &a.dv}},
@@ -621,8 +660,9 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
     if (Status s = check_dropout_mask(a, *p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Hq = p->heads_q, D = p->head_dim;
     if (Status s = check_bshd("out", a.out, {B, Sq, Hq, D}); !s.ok()) return s;
-    if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
+    if (Status s = check_same_place("out", a.out, a.q, out_dtype_for(a.q.dtype)); !s.ok()) return s;
     if (Status s = check_no_self_overlap("out", a.out); !s.ok()) return s;
+    if (Status s = fill_fp8_descale(a, p); !s.ok()) return s;
     const bool has_lse = a.lse.data != nullptr;
     if (has_lse) {
       if (Status s = check_lse("lse", a.lse, a.q, B, Hq, Sq); !s.ok()) return s;
@@ -632,6 +672,9 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
     if (a.dropout_mask.data) outputs.push_back({"dropout_mask", &a.dropout_mask});
     std::vector<Named> inputs{{"q", &a.q}, {"k", &a.k}, {"v", &a.v}};
     if (p->alibi_slopes) inputs.push_back({"options.alibi_slopes", &a.options.alibi_slopes});
+    if (p->q_descale) inputs.push_back({"fp8_descale.q", &a.fp8_descale.q});
+    if (p->k_descale) inputs.push_back({"fp8_descale.k", &a.fp8_descale.k});
+    if (p->v_descale) inputs.push_back({"fp8_descale.v", &a.fp8_descale.v});
     if (Status s = check_disjoint(outputs, inputs); !s.ok()) return s;
     p->dropout_mask = static_cast<int32_t*>(a.dropout_mask.data);
     p->out = a.out.data;
@@ -649,6 +692,7 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
   try {
     if (a.varlen.enabled()) return make_backward_params_varlen(a, p);
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
+    if (Status s = refuse_fp8(*p, "backward()"); !s.ok()) return s;
     if (Status s = fill_variants(a.options, a.q, p->batch, p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, Hq = p->heads_q,
                   Hkv = p->heads_kv, D = p->head_dim;
@@ -745,6 +789,7 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
     {
       // Reuse the common checks with the names callers see.
       Status s = fill_common(a.q, kc, vc, a.options, p);
+      if (s.ok()) s = refuse_fp8(*p, "forward_kvcache()");
       if (s.ok()) s = fill_variants(a.options, a.q, B, p);
       if (!s.ok()) {
         std::string m = s.message;

@@ -11,6 +11,7 @@ const char* dtype_name(DType dtype) noexcept {
     case DType::F16: return "float16";
     case DType::BF16: return "bfloat16";
     case DType::I32: return "int32";
+    case DType::F8E4M3: return "float8_e4m3";
   }
   return "unknown";
 }
@@ -21,6 +22,7 @@ size_t dtype_size(DType dtype) noexcept {
     case DType::F16: return 2;
     case DType::BF16: return 2;
     case DType::I32: return 4;
+    case DType::F8E4M3: return 1;
   }
   return 0;
 }

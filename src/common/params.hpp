@@ -93,7 +93,16 @@ struct FwdParams : AttnParams {
   // Testing aid: the dropout keep mask, int32 [B, Hq, Sq, Sk] contiguous
   // (1 kept, 0 dropped or outside the causal/window mask); nullptr = none.
   int32_t* dropout_mask = nullptr;
+  // F8E4M3 inputs (dtype F8E4M3; out is then BF16): per-tensor dequantisation
+  // factors, one fp32 each on p.device; nullptr = 1. The attention is that of
+  // q * q_descale, k * k_descale, v * v_descale.
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
 };
+
+// The dtype of O (and dO) for inputs of dtype `in`: fp8 attention writes bf16.
+inline DType out_dtype_for(DType in) { return in == DType::F8E4M3 ? DType::BF16 : in; }
 
 struct BwdParams : AttnParams {
   const void* out = nullptr;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "amx_support.hpp"
+#include "fp8_forward.hpp"
 #include "kernel_table.hpp"
 
 namespace flashattn::detail::cpu {
@@ -146,6 +147,7 @@ void append_kv(const FwdParams& p) {
 const char* isa_name() noexcept { return select().name; }
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
+  if (p.dtype == DType::F8E4M3) return fp8_copy_bytes(p) + forward_workspace_bytes(fp8_as_fp32_shape(p));
   const KernelTable& k = select();
   const int64_t tasks = k.forward_tasks(p);
   if (tasks == 0) return 0;
@@ -160,6 +162,7 @@ size_t backward_workspace_bytes(const BwdParams& p) noexcept {
 }
 
 Status forward(const FwdParams& p) noexcept {
+  if (p.dtype == DType::F8E4M3) return fp8_forward(p, &forward);
   try {
     if (p.k_new && p.seqlens_k_add > 0) append_kv(p);
     // The kernels write the keep bits of visible entries only; the rest of

@@ -29,8 +29,19 @@ float round_to_f16(float f) {
 #endif
 }
 
+// e4m3 rounding, ties to even, saturating at +-448 as the kernels' cvt
+// .satfinite does: 3 fraction bits, binades from 2^-6, subnormal step 2^-9.
+float round_to_e4m3(float f) {
+  if (!std::isfinite(f)) return f;
+  if (f == 0.f) return f;
+  const int e = std::max(std::ilogb(f), -6);
+  const float r = std::ldexp(std::nearbyint(std::ldexp(f, 3 - e)), e - 3);
+  return std::fabs(r) > 448.f ? std::copysign(448.f, f) : r;
+}
+
 // Round to the nearest value of the dtype (ties to even); identity for F32.
 float round_to(DType dt, float f) {
+  if (dt == DType::F8E4M3) return round_to_e4m3(f);
   if (dt == DType::F16) return round_to_f16(f);
   if (dt == DType::BF16) {
     if (std::isnan(f)) return f;
@@ -110,14 +121,18 @@ void naive_forward(const Problem& p, flashattn::DType dt, const std::vector<doub
           pr[j] = std::exp(s[j] - m);
           l += pr[j];
         }
-        for (int64_t j = 0; j < d.Sk; ++j) pr[j] = round_to(dt, pr[j] / l);
+        // fp8: P stays unnormalised (in (0, 1], the row max at 1) when it is
+        // rounded, as fp8 kernels keep it (P / l would mostly underflow
+        // e4m3's 2^-9), and O = (P V) / l is rounded to bf16.
+        const bool fp8 = dt == DType::F8E4M3;
+        for (int64_t j = 0; j < d.Sk; ++j) pr[j] = fp8 ? round_to(dt, pr[j]) : round_to(dt, pr[j] / l);
         std::fill(o.begin(), o.end(), 0.f);
         for (int64_t j = 0; j < d.Sk; ++j) {
           if (pr[j] == 0.f) continue;
           const float* vj = &v[d.ki(b, j, hk)];
           for (int64_t e = 0; e < d.D; ++e) o[e] += pr[j] * vj[e];
         }
-        for (int64_t e = 0; e < d.D; ++e) oi[e] = round_to(dt, o[e]);
+        for (int64_t e = 0; e < d.D; ++e) oi[e] = fp8 ? round_to(DType::BF16, o[e] / l) : round_to(dt, o[e]);
         (*lse)[(b * d.H + h) * d.Sq + i] = m + std::log(l);
       }
     }

@@ -14,7 +14,9 @@
 
 namespace flashattn::reference {
 
-// Inputs: dense row-major values (already representable in dt).
+// Inputs: dense row-major values (already representable in dt). F8E4M3: the
+// values are the dequantised inputs; P = exp(s - m) is rounded to e4m3 before
+// it is normalised (as fp8 kernels do), O is rounded to bf16.
 void naive_forward(const Problem& pb, flashattn::DType dt, const std::vector<double>& q,
                    const std::vector<double>& k, const std::vector<double>& v,
                    std::vector<double>* out, std::vector<double>* lse);

@@ -4,6 +4,7 @@
 // NaN stays NaN, overflow goes to +-inf, fp16 subnormals are exact.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -61,11 +62,45 @@ inline uint16_t float_to_bf16(float f) {
 
 inline float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
+// fp8 e4m3 ("e4m3fn": bias 7, 3 fraction bits, no infinities, 0x7f NaN,
+// largest 448). Encoding rounds to nearest, ties to even, and saturates at
+// +-448 (the tests never store an out-of-range value on purpose).
+inline float e4m3_bits_to_float(uint8_t b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  float v;
+  if (e == 15 && m == 7) {
+    v = bits_float(0x7fc00000u);
+  } else {
+    v = e == 0 ? static_cast<float>(m) / 512.0f : std::ldexp(1.0f + static_cast<float>(m) / 8.0f, e - 7);
+  }
+  return (b & 0x80) ? -v : v;
+}
+inline uint8_t float_to_e4m3_bits(float f) {
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  if (std::isnan(f)) return 0x7f;
+  const float a = std::fabs(f);
+  if (a >= 448.0f) return static_cast<uint8_t>(sign | 0x7e);
+  // The nearest of the 127 finite magnitudes (codes 0..126), ties to the
+  // even code (an even mantissa).
+  static const auto table = [] {
+    std::array<float, 127> t{};
+    for (int c = 0; c < 127; ++c) t[c] = e4m3_bits_to_float(static_cast<uint8_t>(c));
+    return t;
+  }();
+  int best = 0;
+  for (int c = 1; c <= 126; ++c) {
+    const float dc = std::fabs(table[c] - a), db = std::fabs(table[best] - a);
+    if (dc < db || (dc == db && (c & 1) == 0)) best = c;
+  }
+  return static_cast<uint8_t>(sign | best);
+}
+
 // Round a float to the nearest value representable in `dt` (identity for F32).
 inline float round_to(flashattn::DType dt, float f) {
   switch (dt) {
     case flashattn::DType::F16: return half_to_float(float_to_half(f));
     case flashattn::DType::BF16: return bf16_to_float(float_to_bf16(f));
+    case flashattn::DType::F8E4M3: return e4m3_bits_to_float(float_to_e4m3_bits(f));
     default: return f;
   }
 }

@@ -20,13 +20,17 @@ const char* layout_name(Layout l) {
 }
 
 namespace {
-size_t esize(DType dt) { return dt == DType::F32 || dt == DType::I32 ? 4 : 2; }
+size_t esize(DType dt) {
+  return dt == DType::F32 || dt == DType::I32 ? 4 : dt == DType::F8E4M3 ? 1 : 2;
+}
 
 // Poison pattern per dtype: a quiet NaN with a payload no kernel produces.
 void poison_elem(DType dt, uint8_t* bytes, int64_t i) {
   if (dt == DType::F32) {
     const uint32_t p = 0x7fc0deadu;
     std::memcpy(bytes + 4 * i, &p, 4);
+  } else if (dt == DType::F8E4M3) {
+    bytes[i] = 0xff;  // e4m3 has no NaN payloads: the negative NaN
   } else {
     const uint16_t p = dt == DType::F16 ? 0x7e5bu : 0x7fdbu;
     std::memcpy(bytes + 2 * i, &p, 2);
@@ -59,6 +63,8 @@ std::shared_ptr<Buffer> alloc(Device dev, DType dt, int64_t elems) {
 
 double load_elem(DType dt, const uint8_t* bytes, int64_t i) {
   switch (dt) {
+    case DType::F8E4M3:
+      return e4m3_bits_to_float(bytes[i]);
     case DType::F32: {
       float f;
       std::memcpy(&f, bytes + 4 * i, 4);
@@ -90,6 +96,8 @@ void store_elem(DType dt, uint8_t* bytes, int64_t i, double v) {
     std::memcpy(bytes + 4 * i, &x, 4);
   } else if (dt == DType::F32) {
     std::memcpy(bytes + 4 * i, &f, 4);
+  } else if (dt == DType::F8E4M3) {
+    bytes[i] = float_to_e4m3_bits(f);
   } else {
     const uint16_t h = dt == DType::F16 ? float_to_half(f) : float_to_bf16(f);
     std::memcpy(bytes + 2 * i, &h, 2);
@@ -169,10 +177,12 @@ Tensor make_bshd(Device dev, DType dt, Layout layout, int64_t B, int64_t S, int6
                      {H * S * D, D, S * D, 1});
     case Layout::Padded:
     case Layout::Packed: {
-      // Gaps of 8 elements keep every row 16-byte aligned (GPU kernels may
-      // require it) while still leaving bytes no one may write.
-      const int64_t sh = D + 8, ss = H * sh + 8, sb = S * ss + 8;
-      return view_of(alloc(dev, dt, B * sb + 8), dt, 0, {B, S, H, D}, {sb, ss, sh, 1});
+      // Gaps of 8 elements (16 for 1-byte fp8) keep every row 16-byte
+      // aligned (GPU kernels may require it) while still leaving bytes no
+      // one may write.
+      const int64_t g = dt == DType::F8E4M3 ? 16 : 8;
+      const int64_t sh = D + g, ss = H * sh + g, sb = S * ss + g;
+      return view_of(alloc(dev, dt, B * sb + g), dt, 0, {B, S, H, D}, {sb, ss, sh, 1});
     }
   }
   throw std::logic_error("bad layout");
