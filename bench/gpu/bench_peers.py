@@ -51,6 +51,21 @@ def header(out):
           file=out, flush=True)
 
 
+class Tee:
+    """stdout plus, when a path is given, that CSV file."""
+
+    def __init__(self, path=None):
+        self.sinks = [sys.stdout] + ([open(path, "w")] if path else [])
+
+    def write(self, s):
+        for f in self.sinks:
+            f.write(s)
+
+    def flush(self):
+        for f in self.sinks:
+            f.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv", nargs="?")
@@ -63,18 +78,7 @@ def main():
                          "sdpa_flash, sdpa_cudnn")
     a = ap.parse_args()
     ints = lambda s: [int(x) for x in s.split(",") if x]
-    sinks = [sys.stdout] + ([open(a.csv, "w")] if a.csv else [])
-
-    class Tee:
-        def write(self, s):
-            for f in sinks:
-                f.write(s)
-
-        def flush(self):
-            for f in sinks:
-                f.flush()
-
-    out = Tee()
+    out = Tee(a.csv)
     header(out)
     print("impl,pass,hdim,seqlen,causal,batch,heads,ms,tflops", file=out, flush=True)
     torch.manual_seed(0)

@@ -16,6 +16,9 @@
 #   bench/gpu/h200_run.sh call_overhead per-call time of batch-1 decode, eager and
 #                                 CUDA-graph replay, vs torch SDPA (issue 8)
 #   bench/gpu/h200_run.sh ring_san      the ring's GPU tests under memcheck and initcheck
+#   bench/gpu/h200_run.sh fp8           the fp8 (e4m3) forward (issue 9): its GPU tests, four
+#                                 sanitizers on small shapes, pytest test_fp8.py,
+#                                 bench_fp8.py (fp8 vs bf16 vs cuDNN, error vs bf16)
 #   bench/gpu/h200_run.sh sm90_bwd      the Hopper backward's head dims (64, 128, 256): their
 #                                 GPU tests, four sanitizers on small shapes, the
 #                                 backward against the peers (issue 6)
@@ -62,6 +65,17 @@ stage_sanitize() {
 
 # Every kernel family under memcheck/racecheck/synccheck/initcheck, and the
 # kernel-coverage proof (bench/gpu/h200_sanitize_all.sh; ~4-7 min).
+# The four sanitizers (or $FA_SANITIZERS) over the GPU tests matching a
+# filter; logs san-TAG-TOOL.log. Args: tag, words for the headings, filter.
+sanitize_filter() {
+  for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
+    echo "== compute-sanitizer $tool, $2 =="
+    timeout ${FA_T_SAN:-90} compute-sanitizer --tool $tool --print-limit 20 "$T" --gtest_brief=1 \
+      --gtest_filter="$3" > "$out/san-$1-$tool.log" 2>&1
+    tail -n 6 "$out/san-$1-$tool.log"
+  done
+}
+
 stage_sanitize_all() {
   OUT="$out" FLASHATTN_BUILD_DIR="$build" bash "$root/bench/gpu/h200_sanitize_all.sh"
   echo "rc=$?"
@@ -157,12 +171,7 @@ stage_sm90_bwd() {
   timeout 60 "$T" --gtest_brief=1 --gtest_filter="$det" > "$out/gpu-bwd-det.log" 2>&1
   echo "rc=$?"
   grep -E "FAILED|Failure|differs|^\[====|PASSED|SKIPPED \]" "$out/gpu-bwd-det.log" | head -n 20
-  for tool in ${FA_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
-    echo "== compute-sanitizer $tool, sm90 backward small shapes =="
-    timeout ${FA_T_SAN:-90} compute-sanitizer --tool $tool --print-limit 20 "$T" --gtest_brief=1 \
-      --gtest_filter="$small" > "$out/san-bwd-$tool.log" 2>&1
-    tail -n 6 "$out/san-bwd-$tool.log"
-  done
+  sanitize_filter bwd "sm90 backward small shapes" "$small"
   echo "== backward against the peers, head dims $hdims =="
   timeout ${FA_T_BENCH:-200} python3 "$root/bench/gpu/bench_peers.py" "$out/h200-peers-bwd.csv" \
     --passes bwd --hdims "$(echo $hdims | tr ' ' ,)" 2>&1 | tail -n 40
@@ -184,6 +193,19 @@ stage_ring_san() {
     grep -E "ERROR SUMMARY|^\[  PASSED|FAILED" "$out/ring-$1-$2.log" | head -n 5
     grep -m 3 -E "Invalid|Uninitialized|Host Frame" "$out/ring-$1-$2.log"
   done
+}
+
+stage_fp8() {
+  echo "== fp8 GPU tests =="
+  timeout ${FA_T_SWEEP:-200} "$T" --gtest_brief=1 --gtest_filter='*Fp8*' > "$out/fp8-tests.log" 2>&1
+  echo "rc=$?"
+  grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/fp8-tests.log" | head -n 40
+  local small='Sweep/Fp8Forward.*q113_k267*:Sweep/Fp8Forward.*q267_k113*:Devices/Fp8Invalid.*'
+  sanitize_filter fp8 "fp8 small shapes" "$small"
+  echo "== pytest test_fp8.py =="
+  timeout 200 python3 -m pytest -q -p no:warnings "$root/python/tests/test_fp8.py" 2>&1 | tail -n 15
+  echo "== fp8 vs bf16 vs cuDNN =="
+  timeout ${FA_T_BENCH:-200} python3 "$root/bench/gpu/bench_fp8.py" "$out/h200-fp8.csv" 2>&1 | tail -n 60
 }
 
 stage=${1:-tests}

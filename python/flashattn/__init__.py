@@ -5,6 +5,7 @@ PyTorch (optional; CPU and CUDA tensors, autograd, torch.compile)::
     import flashattn
     out = flashattn.attention(q, k, v, causal=True)           # [B, S, H, D]
     out = flashattn.flash_attn_func(q, k, v, causal=True)     # flash-attn's API
+    out = flashattn.attention_fp8(q8, k8, v8, q_descale=sq, k_descale=sk, v_descale=sv)  # e4m3 in, bf16 out
 
 NumPy (CPU)::
 
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 
 _TORCH_NAMES = {
     "attention": "_torch_ops",
+    "attention_fp8": "_torch_fp8",  # fp8 (e4m3) forward, bf16 out
     "flash_attn_func": "flash_attn_interface",
     "flash_attn_qkvpacked_func": "flash_attn_interface",
     "flash_attn_kvpacked_func": "flash_attn_interface",
@@ -49,7 +51,7 @@ _TORCH_NAMES = {
 }
 
 __all__ = [
-    "attention", "flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
+    "attention", "attention_fp8", "flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
     "flash_attn_varlen_func", "flash_attn_varlen_qkvpacked_func",
     "flash_attn_varlen_kvpacked_func", "flash_attn_with_kvcache", "ring_flash_attn_func",
     "FlashAttnError", "InvalidArgumentError", "UnsupportedError", "CudaError", "InternalError",
@@ -84,6 +86,7 @@ def __dir__():
 # torch.ops.flashattn.* then exist as soon as flashattn is imported.
 if sys.modules.get("torch") is not None:
     from ._torch_ops import attention  # noqa: E402,F401
+    from ._torch_fp8 import attention_fp8  # noqa: E402,F401
     from .flash_attn_interface import (  # noqa: E402,F401
         flash_attn_func,
         flash_attn_kvpacked_func,

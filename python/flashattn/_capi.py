@@ -22,18 +22,20 @@ import threading
 from typing import Optional, Sequence
 
 __all__ = [
-    "FA_F32", "FA_F16", "FA_BF16", "FA_CPU", "FA_CUDA",
+    "FA_F32", "FA_F16", "FA_BF16", "FA_F8E4M3", "FA_CPU", "FA_CUDA",
     "FlashAttnError", "InvalidArgumentError", "UnsupportedError", "CudaError",
     "InternalError", "FlashAttnLibraryError",
     "Tensor", "Options", "ForwardArgs", "BackwardArgs",
     "lib", "library_path", "make_tensor", "make_options", "forward", "backward",
     "forward_workspace_bytes", "forward_packed", "backward_packed", "options_tuple",
-    "FORWARD_PACK", "BACKWARD_PACK", "KVCACHE_PACK", "forward_kvcache_packed", "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
+    "FORWARD_PACK", "BACKWARD_PACK", "KVCACHE_PACK", "FP8_DESCALE_PACK", "forward_kvcache_packed",
+    "forward_fp8_packed", "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
 ]
 
 # ---- enums (must match flashattn.h) ------------------------------------------
 FA_F32, FA_F16, FA_BF16 = 0, 1, 2
 FA_I32 = 3  # index tensors: cu_seqlens, cache_seqlens, block_table
+FA_F8E4M3 = 4  # fp8 e4m3 (torch.float8_e4m3fn): fa_forward_fp8 inputs
 FA_CPU, FA_CUDA = 0, 1
 FA_OK, FA_ERR_INVALID_ARGUMENT, FA_ERR_UNSUPPORTED, FA_ERR_CUDA, FA_ERR_INTERNAL = 0, 1, 2, 3, 4
 
@@ -151,6 +153,8 @@ BACKWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT)
 # fa_kvcache_args: q, k_cache, v_cache, cache_seqlens, block_table, k_new,
 # v_new, out, lse, options, num_splits ("4x": the struct's tail padding).
 KVCACHE_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT + "i4x")
+# fa_fp8_descale: the q, k, v descale tensors.
+FP8_DESCALE_PACK = struct.Struct("=" + TENSOR_FORMAT * 3)
 NO_TENSOR = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # e.g. lse not wanted
 NO_VARIANTS = NO_TENSOR + (0.0, 0, 0)  # options past stream: no ALiBi, no dropout
 assert FORWARD_PACK.size == ctypes.sizeof(ForwardArgs)
@@ -166,6 +170,7 @@ _lib_path: Optional[str] = None
 _raw_forward = None   # fa_forward / fa_backward taking a packed argument block
 _raw_backward = None
 _raw_kvcache = None
+_raw_forward_fp8 = None
 
 
 def _lib_name() -> str:
@@ -216,11 +221,13 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fa_backward_varlen.restype = ctypes.c_int
     lib.fa_forward_kvcache.argtypes = [P(KvCacheArgs)]
     lib.fa_forward_kvcache.restype = ctypes.c_int
-    global _raw_forward, _raw_backward, _raw_kvcache
+    global _raw_forward, _raw_backward, _raw_kvcache, _raw_forward_fp8
     proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)  # the block is only read
     _raw_forward = proto(("fa_forward", lib))
     _raw_backward = proto(("fa_backward", lib))
     _raw_kvcache = proto(("fa_forward_kvcache", lib))
+    _raw_forward_fp8 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)(
+        ("fa_forward_fp8", lib))
 
 
 def lib() -> ctypes.CDLL:
@@ -314,6 +321,17 @@ def forward_kvcache(args: KvCacheArgs) -> None:
 
 
 _FWD_VALUES_NO_MASK = 5 * 13 + 23
+
+
+def forward_fp8_packed(forward_values: tuple, descale_values: tuple) -> None:
+    """fa_forward_fp8 on FORWARD_PACK.pack(*forward_values) (with the
+    dropout_mask tensor) and FP8_DESCALE_PACK.pack(*descale_values)."""
+    if _raw_forward_fp8 is None:
+        lib()
+    status = _raw_forward_fp8(FORWARD_PACK.pack(*forward_values),
+                              FP8_DESCALE_PACK.pack(*descale_values))
+    if status:
+        _check(status)
 
 
 def forward_packed(*values) -> None:

@@ -274,9 +274,34 @@ bool use_sm90_bwd(const BwdParams& p) {
 }
 #endif
 
+// fp8 (e4m3) inputs: the Hopper forward only (no sm80 fallback, and
+// FLASHATTN_DISABLE_SM90 does not apply); its workspace holds V^T.
+Status forward_fp8(const FwdParams& p) {
+#ifdef FLASHATTN_WITH_SM90
+  DeviceGuard guard;
+  Status s = guard.enter(p.device_index);
+  if (!s.ok()) return s;
+  s = sm90::can_implement(p);
+  if (!s.ok()) return s;
+  Workspace ws;
+  s = ws.alloc(sm90::workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
+  if (!s.ok()) return s;
+  s = sm90::run_forward(p, ws.get());
+  const Status r = ws.release();
+  return s.ok() ? r : s;
+#else
+  (void)p;
+  return unsupported("float8_e4m3 inputs run on the Hopper (sm_90a) forward, which this build left out "
+                     "(FLASHATTN_CUDA_ARCHS without 90a)");
+#endif
+}
+
 }  // namespace
 
 Status can_implement(const AttnParams& p) noexcept {
+  // fp8 has its own complete check in forward() (sm90::can_implement) before
+  // anything is written.
+  if (p.dtype == DType::F8E4M3) return Status::Ok();
   try {
     Kernels k;
     Status s = check_params(p, k);
@@ -292,6 +317,7 @@ Status can_implement(const AttnParams& p) noexcept {
 
 Status forward(const FwdParams& p) noexcept {
   try {
+    if (p.dtype == DType::F8E4M3) return forward_fp8(p);
     Kernels k;
     Status s = check_params(p, k);
     if (!s.ok()) return s;
@@ -305,7 +331,7 @@ Status forward(const FwdParams& p) noexcept {
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90
-    if (use_sm90(p)) return sm90::run_forward(p);
+    if (use_sm90(p)) return sm90::run_forward(p, nullptr);  // 16-bit: no workspace
 #endif
     s = check_device(p.device_index, k.fwd_smem, "the forward");
     if (!s.ok()) return s;
@@ -418,8 +444,10 @@ Status backward(const BwdParams& p) noexcept {
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
 #ifdef FLASHATTN_WITH_SM90
+  if (p.dtype == DType::F8E4M3) return sm90::workspace_bytes(p);
   if (use_sm90(p)) return 0;
 #endif
+  if (p.dtype == DType::F8E4M3) return 0;
   if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0) return 0;
   const int tile = sm80::tile_head_dim(p.head_dim);
   if (tile == 0) return 0;

@@ -119,12 +119,33 @@ ErrorStats judge(DType dt, const std::vector<double>& out, const std::vector<dou
 }
 
 ErrorStats judge_lse(const std::vector<double>& out, const std::vector<double>& ref,
-                     const std::vector<double>& naive, int64_t head_dim) {
+                     const std::vector<double>& naive, int64_t head_dim, double score_err) {
   ErrorStats s = measure(out, ref, naive);
   s.judged_err = s.max_err;
   s.tol = 2.0 * s.naive_err +
-          16.0 * kEps32 * std::sqrt(static_cast<double>(head_dim)) * std::max(1.0, s.max_ref);
+          16.0 * kEps32 * std::sqrt(static_cast<double>(head_dim)) * std::max(1.0, s.max_ref) +
+          score_err;
   return s;
+}
+
+double fp8_score_error(const std::vector<double>& q, const std::vector<double>& k, int64_t batch,
+                       int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q, int64_t heads_kv,
+                       int64_t head_dim, double scale) {
+  const int64_t group = heads_kv > 0 ? heads_q / heads_kv : 1, D = head_dim;
+  double worst = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads_q; ++h)
+      for (int64_t i = 0; i < seqlen_q; ++i) {
+        const double* qi = &q[static_cast<size_t>(((b * seqlen_q + i) * heads_q + h) * D)];
+        for (int64_t j = 0; j < seqlen_k; ++j) {
+          const double* kj = &k[static_cast<size_t>(((b * seqlen_k + j) * heads_kv + h / group) * D)];
+          double sum = 0;
+          for (int64_t d = 0; d < D; ++d) sum += std::abs(qi[d] * kj[d]);
+          worst = std::max(worst, sum);
+        }
+      }
+  const double steps = std::ceil(static_cast<double>(D) / 32.0);
+  return steps * std::ldexp(1.0, -14) * scale * worst;
 }
 
 }  // namespace flashattn::reference

@@ -38,6 +38,17 @@
 //
 // LSE (fp32 for every dtype): rows with -inf must be -inf in both, others
 //     |lse - ref| <= 2 * max|naive_lse - ref| + 16 * eps32 * sqrt(D) * max(1, max|ref|)
+//                    + score_err
+//   score_err bounds errors in the scores beyond fp32 arithmetic, which the
+//   fp32 naive does not have (0 for fp16/bf16/fp32). LSE is 1-Lipschitz in
+//   the scores' max-norm, so a score error of e moves it by e at most.
+//   fp8: Hopper's fp8 MMA adds the products of each k = 32 step with about
+//   14 fraction bits (not fp32), so fp8_score_error() allows 2^-14 of the
+//   summed magnitudes per step: (D / 32) * 2^-14 * scale * max_ij sum_d
+//   |q_id k_jd|. Measured: the first fp8 kernel's LSE was 2.6e-4 off at head
+//   dim 128 against an fp32-arithmetic tolerance of 1.2e-4; this bound was
+//   1.7e-3 there. O needs nothing extra: P's e4m3 rounding (2^-4), which the
+//   naive has, dominates it.
 //
 // A NaN (or an inf where ref is finite) never passes.
 #pragma once
@@ -79,7 +90,13 @@ ErrorStats judge(DType dt, const std::vector<double>& out, const std::vector<dou
                  double magnitude);
 
 ErrorStats judge_lse(const std::vector<double>& out, const std::vector<double>& ref,
-                     const std::vector<double>& naive, int64_t head_dim);
+                     const std::vector<double>& naive, int64_t head_dim, double score_err = 0);
+
+// The fp8 MMA's score error bound above, over dense [B, S, H, D] q and k
+// (GQA: query head h pairs with kv head h / (Hq / Hkv)); scale is resolved.
+double fp8_score_error(const std::vector<double>& q, const std::vector<double>& k, int64_t batch,
+                       int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q, int64_t heads_kv,
+                       int64_t head_dim, double scale);
 
 // The fp32 rule's tolerance factor (times max|ref|), exposed for calibration.
 double fp32_rel_tol(int64_t reduce_len, int64_t head_dim);

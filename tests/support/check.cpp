@@ -44,8 +44,10 @@ namespace {
 
 ::testing::AssertionResult lse_within_rule(const std::string& what, const std::vector<double>& out,
                                            const std::vector<double>& ref,
-                                           const std::vector<double>& naive, int64_t head_dim) {
-  return verdict(what, flashattn::reference::judge_lse(out, ref, naive, head_dim), out, ref);
+                                           const std::vector<double>& naive, int64_t head_dim,
+                                           double score_err) {
+  return verdict(what, flashattn::reference::judge_lse(out, ref, naive, head_dim, score_err), out,
+                 ref);
 }
 
 }  // namespace fa_test

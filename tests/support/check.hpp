@@ -26,8 +26,10 @@ using flashattn::reference::measure;
                                        const std::vector<double>& naive, int64_t reduce_len,
                                        int64_t head_dim, double magnitude);
 
+// score_err: rule.hpp's allowance for score errors beyond fp32 (fp8).
 ::testing::AssertionResult lse_within_rule(const std::string& what, const std::vector<double>& out,
                                            const std::vector<double>& ref,
-                                           const std::vector<double>& naive, int64_t head_dim);
+                                           const std::vector<double>& naive, int64_t head_dim,
+                                           double score_err = 0);
 
 }  // namespace fa_test

@@ -228,6 +228,9 @@ void check_varlen_backward(Device dev, const VarlenCase& c) {
   EXPECT_TRUE(guard.wrote_exactly_outputs());
 
   const int64_t hdq = c.heads_q * c.head_dim, hdk = c.heads_kv * c.head_dim;
+  // The naive yardstick takes D from the O this backward was given, as the
+  // padded harness does (naive_same_dtype.hpp).
+  const std::vector<double> given_out = in.out.read();
   std::vector<double> dq(in.qd.size(), 0.0), dk(in.kd.size(), 0.0), dv(in.vd.size(), 0.0);
   std::vector<double> ndq = dq, ndk = dk, ndv = dv;
   int64_t oq = 0, ok = 0, col_len = 1, row_len = 1;
@@ -239,7 +242,8 @@ void check_varlen_backward(Device dev, const VarlenCase& c) {
                  v = rows(in.vd, ok, lk, hdk), dout = rows(in.dod, oq, lq, hdq);
       std::vector<double> gq(q.size()), gk(k.size()), gv(v.size()), nq, nk, nv;
       ref::backward(pb, q.data(), k.data(), v.data(), dout.data(), gq.data(), gk.data(), gv.data());
-      ref::naive_backward(pb, c.dtype, q, k, v, dout, &nq, &nk, &nv);
+      const auto o = rows(given_out, oq, lq, hdq);
+      ref::naive_backward(pb, c.dtype, q, k, v, dout, &nq, &nk, &nv, &o);
       put_rows(&dq, gq, oq, hdq);
       put_rows(&dk, gk, ok, hdk);
       put_rows(&dv, gv, ok, hdk);

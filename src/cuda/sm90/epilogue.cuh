@@ -62,9 +62,9 @@ struct Epilogue {
     for (int j = 0; j < kHeadDim / 8; ++j) {
       const uint32_t addr =
           base + (j / 8) * kBlockM * 128 + ((static_cast<uint32_t>(j % 8) ^ sw) << 4);
-      st_shared_u32(addr, ElementTraits<typename T::Element>::pack(o[4 * j] * inv[0],
-                                                                   o[4 * j + 1] * inv[0]));
-      st_shared_u32(addr + 8 * 128, ElementTraits<typename T::Element>::pack(
+      st_shared_u32(addr, ElementTraits<typename T::OutElement>::pack(o[4 * j] * inv[0],
+                                                                      o[4 * j + 1] * inv[0]));
+      st_shared_u32(addr + 8 * 128, ElementTraits<typename T::OutElement>::pack(
                                         o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]));
     }
     // Make the st.shared visible to the TMA engine, then let one thread of
@@ -75,7 +75,7 @@ struct Epilogue {
     if (tid == 0) {
       if (grow < a.seqlen_q) {
 #pragma unroll
-        for (int at = 0; at < T::kAtoms; ++at) {
+        for (int at = 0; at < T::kOAtoms; ++at) {
           tma_store_4d(&a.tm_o, sm.o() + at * kBlockM * 128 + wg * 64 * 128, at * 64, grow,
                        tile.head, tile.batch);
         }
@@ -104,7 +104,7 @@ struct Epilogue {
   __device__ static void store_direct(const KernelArgs& a, const WorkTile& tile, int row0,
                                       int lane, const float (&o)[kHeadDim / 2],
                                       const float (&inv)[2]) {
-    using E = ElementTraits<typename T::Element>;
+    using E = ElementTraits<typename T::OutElement>;
     const int g0 = tile.m_block * kBlockM + row0;
     auto* base = static_cast<uint16_t*>(a.out) + tile.batch * a.o_stride_batch +
                  tile.head * a.o_stride_head + 2 * (lane & 3);

@@ -14,10 +14,15 @@ wgmma.mma_async m64nNk16, fp32 accumulators, fp16/bf16 operands:
       the backward's dQ = dS K, with dS^T and K stored [key][...] in smem
   ss_bt: A K-major, B MN-major (imm-trans-b = 1): head dim 256's backward,
       dV += P^T dO and dK += dS^T Q with P^T and dS^T in smem
+
+wgmma.mma_async m64nNk32 with e4m3 operands (the fp8 forward): ss and rs
+only. 8-bit operands must be K-major (the instruction has no transpose
+immediates), so the fp8 forward's V arrives transposed (fp8_v_transpose.cu).
 """
 import os
 
 NS = [32, 64, 80, 96, 112, 128, 144, 160, 176, 192, 256]
+NS_FP8 = [128, 256]
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 
@@ -25,8 +30,9 @@ def regs(n0, count):
     return ", ".join(f"%{i}" for i in range(n0, n0 + count))
 
 
-def emit_ss(n, t, name="ss", trans=(0, 0)):
+def emit_ss(n, t, name="ss", trans=(0, 0), k=16):
     nacc = n // 2
+    tr = "" if trans is None else f", {trans[0]}, {trans[1]}"
     d = regs(0, nacc)
     a, b, sc = nacc, nacc + 1, nacc + 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(nacc))
@@ -34,16 +40,17 @@ def emit_ss(n, t, name="ss", trans=(0, 0)):
                                              int scale_d) {{
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sc}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
-        "{{{d}}}, %{a}, %{b}, p, 1, 1, {trans[0]}, {trans[1]};\\n}}\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} "
+        "{{{d}}}, %{a}, %{b}, p, 1, 1{tr};\\n}}\\n"
         : {outs}
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }}
 """
 
 
-def emit_rs(n, t, trans_b):
+def emit_rs(n, t, trans_b, k=16):
     nacc = n // 2
+    tr = "" if trans_b is None else f", {trans_b}"
     d = regs(0, nacc)
     a0 = nacc
     b, sc = nacc + 4, nacc + 5
@@ -52,8 +59,8 @@ def emit_rs(n, t, trans_b):
                                              uint64_t desc_b, int scale_d) {{
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sc}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
-        "{{{d}}}, {{%{a0}, %{a0+1}, %{a0+2}, %{a0+3}}}, %{b}, p, 1, 1, {trans_b};\\n}}\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} "
+        "{{{d}}}, {{%{a0}, %{a0+1}, %{a0+2}, %{a0+3}}}, %{b}, p, 1, 1{tr};\\n}}\\n"
         : {outs}
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
   }}
@@ -68,6 +75,7 @@ def main():
 //   Wgmma<N, T>::rs  D(64xN) (+)= A(64x16, registers)     * B(16xN, smem, MN-major)
 //   Wgmma<N, T>::ss_tt D(64xN) (+)= A(64x16, smem, MN-major) * B(16xN, smem, MN-major)
 //   Wgmma<N, T>::ss_bt D(64xN) (+)= A(64x16, smem, K-major)  * B(16xN, smem, MN-major)
+//   Wgmma<N, WgmmaE4M3>::ss / rs: the same with k = 32 e4m3 operands, both K-major
 // scale_d == 0 overwrites D. The caller owns the wgmma.fence / commit_group /
 // wait_group protocol and the operand fences (see wgmma.cuh).
 #pragma once
@@ -78,6 +86,7 @@ namespace flashattn::detail::cuda::sm90 {
 
 struct WgmmaBF16 {};
 struct WgmmaF16 {};
+struct WgmmaE4M3 {};
 
 template <int N, class T>
 struct Wgmma;
@@ -90,6 +99,11 @@ struct Wgmma;
             out.append(emit_ss(n, t, "ss_tt", (1, 1)))
             out.append(emit_ss(n, t, "ss_bt", (0, 1)))
             out.append("};\n\n")
+    for n in NS_FP8:
+        out.append(f"template <>\nstruct Wgmma<{n}, WgmmaE4M3> {{\n")
+        out.append(emit_ss(n, "e4m3", trans=None, k=32))
+        out.append(emit_rs(n, "e4m3", None, k=32))
+        out.append("};\n\n")
     out.append("}  // namespace flashattn::detail::cuda::sm90\n")
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_ops.cuh")
     with open(path, "w") as f:

@@ -28,20 +28,54 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-// S accumulator -> register-A fragments of P: k-step kk of P.V takes key
-// columns 16kk..16kk+15 = n8 blocks 2kk, 2kk+1, which the accumulator layout
-// already holds in the order the A fragment wants (rows r0/r1, cols +0/+8).
+// S accumulator -> register-A fragments of P.
+// 16-bit: k-step kk of P.V takes key columns 16kk..16kk+15 = n8 blocks 2kk,
+// 2kk+1, which the accumulator layout already holds in the order the A
+// fragment wants (rows r0/r1, cols +0/+8).
+// fp8: k-step kk takes keys 32kk..32kk+31 = n8 blocks 4kk..4kk+3. The A
+// fragment wants, per row, 4 consecutive k (bytes) per register: logical
+// k = 4t+e (and 16 + 4t+e) of thread t = lane % 4. The accumulator holds keys
+// 2t, 2t+1 of each n8 block instead, so logical k = 4t+e is given key
+// (e/2)*8 + 2t + e%2 of its 16-key half, and V^T's keys are stored in that
+// same order (fp8_v_transpose.cu): the products pair up, no shuffles needed.
 template <class T>
 __device__ __forceinline__ void convert_p(const float (&s)[T::kBlockN / 2],
-                                          uint32_t (&p)[T::kBlockN / 16][4]) {
+                                          uint32_t (&p)[T::kPVSteps][4]) {
   using E = ElementTraits<typename T::Element>;
 #pragma unroll
-  for (int kk = 0; kk < T::kBlockN / 16; ++kk) {
-    p[kk][0] = E::pack(s[8 * kk + 0], s[8 * kk + 1]);
-    p[kk][1] = E::pack(s[8 * kk + 2], s[8 * kk + 3]);
-    p[kk][2] = E::pack(s[8 * kk + 4], s[8 * kk + 5]);
-    p[kk][3] = E::pack(s[8 * kk + 6], s[8 * kk + 7]);
+  for (int kk = 0; kk < T::kPVSteps; ++kk) {
+    if constexpr (T::kFp8) {
+      const float* x = s + 16 * kk;
+      p[kk][0] = E::pack4(x[0], x[1], x[4], x[5]);     // row r0, keys +0..15
+      p[kk][1] = E::pack4(x[2], x[3], x[6], x[7]);     // row r1
+      p[kk][2] = E::pack4(x[8], x[9], x[12], x[13]);   // row r0, keys +16..31
+      p[kk][3] = E::pack4(x[10], x[11], x[14], x[15]); // row r1
+    } else {
+      p[kk][0] = E::pack(s[8 * kk + 0], s[8 * kk + 1]);
+      p[kk][1] = E::pack(s[8 * kk + 2], s[8 * kk + 3]);
+      p[kk][2] = E::pack(s[8 * kk + 4], s[8 * kk + 5]);
+      p[kk][3] = E::pack(s[8 * kk + 6], s[8 * kk + 7]);
+    }
   }
+}
+
+// The softmax scales and O's factor of one call: fp8 folds the descale
+// factors in (the scores are of q * q_descale and k * k_descale, O of
+// v * v_descale); 16-bit types use the scales as they are.
+struct CallScales {
+  float scale, scale_log2, o_mul;
+};
+template <class T>
+__device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
+  CallScales c{a.scale, a.scale_log2, 1.f};
+  if constexpr (T::kFp8) {
+    const float qk = (a.q_descale != nullptr ? *a.q_descale : 1.f) *
+                     (a.k_descale != nullptr ? *a.k_descale : 1.f);
+    c.scale *= qk;
+    c.scale_log2 *= qk;
+    c.o_mul = a.v_descale != nullptr ? *a.v_descale : 1.f;
+  }
+  return c;
 }
 
 // Varlen: the rows of the first (highest) key tile past the sequence's end
@@ -57,6 +91,7 @@ __device__ __forceinline__ void zero_v_past_end(const KernelArgs& a, const SmemM
                                                 const PipeState<T::kStages>& pipe, int ctid) {
   constexpr int kBlockN = T::kBlockN, kChunks = 8;  // 16-byte chunks per 128-byte row
   const int c0 = (range.n_end - 1) * kBlockN;
+  static_assert(!(kVarlen && T::kFp8), "the fp8 forward takes padded batches only");
   if (!kVarlen || c0 + kBlockN <= tile.seqlen_k) return;
   const int first = tile.seqlen_k - c0;  // the first row to zero
   mbar_wait(sm.v_full(pipe.stage), pipe.phase);
@@ -92,6 +127,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
   Softmax softmax;
   softmax.init();
+  const CallScales sc = call_scales<T>(a);
 
   // This thread's two query rows and their visible key ranges.
   const int row0 = r0 + wg * 64 + (tid / 32) * 16 + lane / 4;
@@ -141,7 +177,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   if (n_tiles == 0) release_q();  // no key visible: Q is not read
   if (n_tiles > 0) {
     float s[kBlockN / 2];
-    uint32_t p[kBlockN / 16][4];
+    uint32_t p[T::kPVSteps][4];
     float corr[2];
 
     // Prologue: S_0 and P_0 (key tiles go from n_end - 1 down to n_begin).
@@ -157,7 +193,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     if (n_tiles == 1) release_q();
     zero_v_past_end<T, kVarlen>(a, sm, tile, range, pipe, wg * 128 + tid);
     mask_tile(s, range.n_end - 1);
-    softmax.step(s, a.scale_log2, corr);  // O is still zero: no rescale
+    softmax.step(s, sc.scale_log2, corr);  // O is still zero: no rescale
     convert_p<T>(s, p);
 
     for (int i = 1; i < n_tiles; ++i) {
@@ -184,7 +220,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
       if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
       if (i == n_tiles - 1) release_q();
       mask_tile(s, range.n_end - 1 - i);
-      softmax.step(s, a.scale_log2, corr);
+      softmax.step(s, sc.scale_log2, corr);
       wgmma_wait<0>();
       fence_operand(o);
       fence_operand(p);
@@ -208,7 +244,9 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   }
 
   float inv[2], lse[2];
-  softmax.finalize(a.scale, inv, lse);
+  softmax.finalize(sc.scale, inv, lse);
+  inv[0] *= sc.o_mul;
+  inv[1] *= sc.o_mul;
   Epilogue<T>::template store<kVarlen>(a, sm, tile, wg, tid, o, inv, lse);
 }
 

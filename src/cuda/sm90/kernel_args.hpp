@@ -39,6 +39,13 @@ constexpr int block_n_for(int head_dim) {
                            : FLASHATTN_SM90_BLOCKN_HD256;
 }
 
+// The fp8 forward's key tile at every head dim: a row of the transposed V
+// tile (one head dim, kFp8BlockN keys) is exactly one 128-byte swizzle atom.
+constexpr int kFp8BlockN = 128;
+// Rows (head dims) per TMA box of the fp8 forward's transposed V: 16 KB
+// boxes at most, as every other operand's.
+constexpr int kFp8VtBoxRows = 128;
+
 // head_dim 64 with a right mask bound (causal, windows) and at most this many
 // query rows runs the 128-row tile.
 constexpr int kShortMaskedBlockM = 128;
@@ -66,11 +73,18 @@ struct KernelArgs {
   int num_m_blocks;
   int num_tiles;  // num_m_blocks * heads_q * batch work tiles
   int grid_ctas;  // persistent CTAs: min(num_tiles, #SMs)
+  // fp8 inputs: per-tensor dequantisation factors (device pointers, nullptr
+  // = 1), read by the consumers (kernel.cuh call_scales); unused otherwise.
+  // tm_v then maps the transposed V (fp8_v_transpose.hpp).
+  const float* q_descale;
+  const float* k_descale;
+  const float* v_descale;
   float scale;       // softmax scale (natural units, for the LSE)
   float scale_log2;  // scale * log2(e): exp(scale*(s-m)) = exp2(s*scale_log2 - m*scale_log2)
   int longest_first;  // causal/window: schedule the m blocks with the most keys first
   int pingpong;       // consumer warpgroups take turns issuing wgmmas (2 consumers only)
   int block_m;        // the instantiation's query rows per tile (host: which one to launch)
+  int block_n;        // the key rows the K (and 16-bit V) boxes hold: must be the kernel's kBlockN
 };
 
 }  // namespace flashattn::detail::cuda::sm90

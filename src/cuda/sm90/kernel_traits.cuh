@@ -4,6 +4,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
@@ -15,9 +16,14 @@ namespace flashattn::detail::cuda::sm90 {
 template <class Element>
 struct ElementTraits;
 
+// Per input dtype: the wgmma flavour, its k per instruction, the output
+// dtype (fp8 attention writes bf16) and, for 16-bit types, the packing of two
+// floats into the output / register-A format.
 template <>
 struct ElementTraits<__nv_bfloat16> {
   using MmaTag = WgmmaBF16;
+  using Out = __nv_bfloat16;
+  static constexpr int kMmaK = 16;
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
     return *reinterpret_cast<uint32_t*>(&v);
@@ -27,9 +33,27 @@ struct ElementTraits<__nv_bfloat16> {
 template <>
 struct ElementTraits<__half> {
   using MmaTag = WgmmaF16;
+  using Out = __half;
+  static constexpr int kMmaK = 16;
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
     __half2 v = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<uint32_t*>(&v);
+  }
+};
+
+template <>
+struct ElementTraits<__nv_fp8_e4m3> {
+  using MmaTag = WgmmaE4M3;
+  using Out = __nv_bfloat16;
+  static constexpr int kMmaK = 32;
+  // Four floats -> four e4m3 bytes (lowest byte = a), rounded to nearest,
+  // saturating to +-448.
+  __device__ __forceinline__ static uint32_t pack4(float a, float b, float c, float d) {
+    uint16_t lo, hi;
+    // cvt ...e4m3x2.f32 d, x, y puts x in the upper byte and y in the lower.
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b), "f"(a));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d), "f"(c));
+    return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
   }
 };
 
@@ -37,13 +61,24 @@ template <class Element_, int kHeadDim_, int kBlockM_ = block_m_for(kHeadDim_)>
 struct FwdTraits {
   using Element = Element_;
   using MmaTag = typename ElementTraits<Element>::MmaTag;
+  using OutElement = typename ElementTraits<Element>::Out;
 
+  static constexpr int kElemBytes = static_cast<int>(sizeof(Element));
+  static constexpr bool kFp8 = kElemBytes == 1;
   static constexpr int kHeadDim = kHeadDim_;
-  static_assert(kHeadDim % 64 == 0, "head_dim must be a whole number of 128-byte swizzle atoms");
-  static constexpr int kAtoms = kHeadDim / 64;
+  // Q, K (and fp8's transposed V) rows are 128-byte swizzle atoms wide:
+  // 64 16-bit or 128 fp8 elements per atom column.
+  static constexpr int kAtomElems = 128 / kElemBytes;
+  static_assert(kHeadDim % kAtomElems == 0, "head_dim must be a whole number of 128-byte swizzle atoms");
+  static constexpr int kAtoms = kHeadDim / kAtomElems;
+  static constexpr int kOAtoms = kHeadDim / 64;  // O is always 16-bit
   static constexpr int kBlockM = kBlockM_;
-  static constexpr int kBlockN = block_n_for(kHeadDim);
+  static constexpr int kBlockN = kFp8 ? kFp8BlockN : block_n_for(kHeadDim);
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "S tile width must be a wgmma N");
+  static constexpr int kMmaK = ElementTraits<Element>::kMmaK;
+  static constexpr int kQKSteps = kHeadDim / kMmaK;  // wgmmas per S = Q K^T
+  static constexpr int kPVSteps = kBlockN / kMmaK;   // wgmmas per O += P V
+  static_assert(kBlockN % kMmaK == 0, "");
 
   // One producer warpgroup (TMA) + kBlockM/64 consumer warpgroups (wgmma +
   // softmax), each consumer owning 64 of the kBlockM query rows.
@@ -56,8 +91,9 @@ struct FwdTraits {
   static constexpr uint32_t kConsumerRegs = kConsumerWGs == 2 ? 240 : 160;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= 65536, "");
 
-  static constexpr int kQBytes = kBlockM * kHeadDim * 2;
-  static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // one K or V stage
+  static constexpr int kQBytes = kBlockM * kHeadDim * kElemBytes;
+  static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // one K or V stage
+  static constexpr int kOBytes = kBlockM * kHeadDim * 2;
 #ifndef FLASHATTN_SM90_STAGES
 #define FLASHATTN_SM90_STAGES 2
 #endif
@@ -79,7 +115,7 @@ struct FwdTraits {
   // Otherwise (head_dim 256) O is staged in Q's buffer, which is released
   // once the TMA store has read it.
   static constexpr bool kSeparateO =
-      kQBytes + 2 * kStages * kKVBytes + kQBytes + 2048 <= 227 * 1024;
+      kQBytes + 2 * kStages * kKVBytes + kOBytes + 2048 <= 227 * 1024;
   // Where no O buffer fits, the epilogue can instead store straight from
   // registers to global memory (4-byte stores), which frees Q's buffer right
   // after the last Q K^T as well.
@@ -89,13 +125,14 @@ struct FwdTraits {
   static constexpr bool kDirectO = !kSeparateO && FLASHATTN_SM90_DIRECT_O;
   // Q's buffer is given back after the last Q K^T (else after the O store).
   static constexpr bool kEarlyQRelease = kSeparateO || kDirectO;
+  static_assert(kSeparateO || kDirectO || kOBytes <= kQBytes, "O must fit where it is staged");
 
   // Shared memory (byte offsets from a 1024-aligned base).
   static constexpr int kQOff = 0;
   static constexpr int kKOff = kQOff + kQBytes;
   static constexpr int kVOff = kKOff + kStages * kKVBytes;
   static constexpr int kOOff = kVOff + kStages * kKVBytes;
-  static constexpr int kBarOff = kOOff + (kSeparateO ? kQBytes : 0);
+  static constexpr int kBarOff = kOOff + (kSeparateO ? kOBytes : 0);
   // Barriers: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S].
   static constexpr int kNumBars = 2 + 4 * kStages;
   static constexpr int kSmemBytes = kBarOff + 8 * kNumBars + 1024;  // + alignment slack

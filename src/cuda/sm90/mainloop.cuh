@@ -91,16 +91,26 @@ struct Mainloop {
 #pragma unroll
       for (int at = 0; at < kAtoms; ++at) {
         tma_load_4d(sm.k(pipe.stage) + at * kBlockN * 128, &a.tm_k, sm.k_full(pipe.stage),
-                    at * 64, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
+                    at * T::kAtomElems, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
       }
     };
     auto load_v = [&](int n) {
       mbar_wait(sm.v_empty(pipe.stage), pipe.phase ^ 1);
       mbar_arrive_expect_tx(sm.v_full(pipe.stage), T::kKVBytes);
+      if constexpr (T::kFp8) {
+        // V^T [batch, heads_kv, head_dim, keys]: boxes of 128 head-dim rows
+        // of the tile's 128 keys (one swizzle atom per row), like K's.
 #pragma unroll
-      for (int at = 0; at < kAtoms; ++at) {
-        tma_load_4d(sm.v(pipe.stage) + at * kBlockN * 128, &a.tm_v, sm.v_full(pipe.stage),
-                    at * 64, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
+        for (int r = 0; r < kHeadDim; r += kFp8VtBoxRows) {
+          tma_load_4d(sm.v(pipe.stage) + r * 128, &a.tm_v, sm.v_full(pipe.stage), n * kBlockN, r,
+                      kv_head, tile.map_batch);
+        }
+      } else {
+#pragma unroll
+        for (int at = 0; at < kAtoms; ++at) {
+          tma_load_4d(sm.v(pipe.stage) + at * kBlockN * 128, &a.tm_v, sm.v_full(pipe.stage),
+                      at * 64, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
+        }
       }
     };
     const bool any = range.n_end > range.n_begin;
@@ -109,7 +119,7 @@ struct Mainloop {
     mbar_arrive_expect_tx(sm.q_full(), T::kQBytes);
 #pragma unroll
     for (int at = 0; at < kAtoms; ++at) {
-      tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * 64,
+      tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * T::kAtomElems,
                   tile.q_off + tile.m_block * kBlockM, tile.head, tile.map_batch);
     }
     if (!any) return;
@@ -127,11 +137,13 @@ struct Mainloop {
     return make_desc_sw128(sm.q() + consumer_wg * 64 * 128, 16, 1024);
   }
 
-  // S = Q K^T for one key tile: kHeadDim/16 wgmmas, issued and not waited.
+  // S = Q K^T for one key tile: kQKSteps wgmmas, issued and not waited.
+  // Each k-step is 32 bytes of a row (16 16-bit or 32 fp8 elements), four
+  // per swizzle atom.
   __device__ static void issue_qk(float (&s)[kBlockN / 2], uint64_t dq, uint32_t k_smem) {
     const uint64_t dk = make_desc_sw128(k_smem, 16, 1024);
 #pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    for (int kk = 0; kk < T::kQKSteps; ++kk) {
       const uint32_t qa = (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
       const uint32_t kb = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
       Wgmma<kBlockN, typename T::MmaTag>::ss(s, desc_advance(dq, qa), desc_advance(dk, kb),
@@ -139,14 +151,24 @@ struct Mainloop {
     }
   }
 
-  // O += P V: kBlockN/16 wgmmas, P from registers (one k-step = 4 registers),
-  // V MN-major (LBO = one atom column = kBlockN*128 bytes).
-  __device__ static void issue_pv(float (&o)[kHeadDim / 2], const uint32_t (&p)[kBlockN / 16][4],
+  // O += P V: kPVSteps wgmmas, P from registers (one k-step = 4 registers).
+  // 16-bit: V MN-major (LBO = one atom column = kBlockN*128 bytes), a k-step
+  // is 16 rows. fp8: V^T K-major (kHeadDim rows of the tile's 128 keys), a
+  // k-step is 32 bytes of each row, like S = Q K^T's.
+  __device__ static void issue_pv(float (&o)[kHeadDim / 2], const uint32_t (&p)[T::kPVSteps][4],
                                   uint32_t v_smem) {
-    const uint64_t dv = make_desc_sw128(v_smem, kBlockN * 128, 1024);
+    if constexpr (T::kFp8) {
+      const uint64_t dv = make_desc_sw128(v_smem, 16, 1024);
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      Wgmma<kHeadDim, typename T::MmaTag>::rs(o, p[kk], desc_advance(dv, kk * 16 * 128), 1);
+      for (int kk = 0; kk < T::kPVSteps; ++kk) {
+        Wgmma<kHeadDim, typename T::MmaTag>::rs(o, p[kk], desc_advance(dv, kk * 32), 1);
+      }
+    } else {
+      const uint64_t dv = make_desc_sw128(v_smem, kBlockN * 128, 1024);
+#pragma unroll
+      for (int kk = 0; kk < T::kPVSteps; ++kk) {
+        Wgmma<kHeadDim, typename T::MmaTag>::rs(o, p[kk], desc_advance(dv, kk * 16 * 128), 1);
+      }
     }
   }
 };

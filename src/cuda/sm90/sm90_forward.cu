@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fp8_v_transpose.hpp"
 #include "kernel_args.hpp"
 #include "launch.hpp"
 #include "tma_desc.hpp"
@@ -79,13 +81,22 @@ bool is_empty(const FwdParams& p) {
   return p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0;
 }
 
-// Every check, then the kernel arguments (tensor maps included).
-Status prepare(const FwdParams& p, KernelArgs* args) {
-  if (p.dtype != DType::F16 && p.dtype != DType::BF16) {
-    return unsupported("dtype must be fp16 or bf16");
+// Every check, then the kernel arguments (tensor maps included). `vt`: the
+// fp8 forward's transposed V (workspace); null in can_implement, where its
+// map is not encoded.
+Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
+  const bool fp8 = p.dtype == DType::F8E4M3;
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16 && !fp8) {
+    return unsupported("dtype must be fp16, bf16 or float8_e4m3");
+  }
+  if (fp8 && p.head_dim != 128 && p.head_dim != 256) {
+    return unsupported("float8_e4m3 head_dim " + std::to_string(p.head_dim) + " (built: 128, 256)");
   }
   if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
     return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: 64, 128, 256)");
+  }
+  if (fp8 && (p.varlen() || p.has_variants())) {
+    return unsupported("float8_e4m3 takes padded batches without ALiBi or dropout");
   }
   if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) {
@@ -109,7 +120,7 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   if (Status s = check_device(p.device_index); !s.ok()) return s;
   if (is_empty(p)) return Status::Ok();
 
-  const int64_t esize = 2;
+  const int64_t esize = static_cast<int64_t>(dtype_size(p.dtype));
   // Varlen maps: [1, total rows, heads, head_dim] over the packed tensors.
   const int64_t map_batch = varlen ? 1 : p.batch;
   const int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;
@@ -121,23 +132,36 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
                             : TmaOperand{"k", p.k, rows_k, p.heads_kv, p.k_str};
   const TmaOperand v = no_keys ? TmaOperand{"v", p.q, rows_q, p.heads_q, p.q_str}
                             : TmaOperand{"v", p.v, rows_k, p.heads_kv, p.v_str};
-  for (const TmaOperand* t : {&q, &k, &v, &o}) {
+  for (const TmaOperand* t : {&q, &k, &v}) {
     if (std::string m = tma_alignment_problem(*t, map_batch, esize); !m.empty()) return invalid(m);
   }
+  if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
   const int block_m = choose_block_m(p.head_dim, clamp_window(p.window_right) >= 0, sq);
-  const int block_n = block_n_for(static_cast<int>(p.head_dim));
-  if (std::string why = encode_tma_maps({{&args->tm_q, q, block_m},
-                                         {&args->tm_k, k, block_n},
-                                         {&args->tm_v, v, block_n},
-                                         {&args->tm_o, o, 64}},
-                                        map_batch, p.head_dim, p.dtype);
-      !why.empty()) {
-    return unsupported(why);
+  // The K (and V) boxes must be the kernel's key tile: the barrier waits for
+  // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
+  // hung the first fp8 head-dim-256 kernel).
+  const int block_n = fp8 ? kFp8BlockN : block_n_for(static_cast<int>(p.head_dim));
+  std::string why = encode_tma_maps({{&args->tm_q, q, block_m}, {&args->tm_k, k, block_n}},
+                                    map_batch, p.head_dim, p.dtype);
+  if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.head_dim, out_dtype_for(p.dtype));
+  if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, block_n}}, map_batch, p.head_dim, p.dtype);
+  if (why.empty() && fp8 && vt != nullptr) {
+    // V^T [batch, heads_kv, head_dim, keys]: rows of keys, boxes of
+    // kFp8VtBoxRows rows x 128 keys (fp8_v_transpose.hpp).
+    const int64_t keys = no_keys ? kFp8VtKeyAlign : fp8_vt_keys(sk);
+    const TmaOperand vtop{"v (transposed)", vt, p.head_dim, p.heads_kv,
+                          Strides{p.heads_kv * p.head_dim * keys, keys, p.head_dim * keys}};
+    why = encode_tma_maps({{&args->tm_v, vtop, kFp8VtBoxRows}}, p.batch, keys, p.dtype);
   }
+  if (!why.empty()) return unsupported(why);
+  args->q_descale = p.q_descale;
+  args->k_descale = p.k_descale;
+  args->v_descale = p.v_descale;
 
   args->block_m = block_m;
+  args->block_n = block_n;
   args->lse = p.lse;
   args->lse_batch_stride = p.lse_batch_stride;
   args->lse_head_stride = p.lse_head_stride;
@@ -172,13 +196,18 @@ Status prepare(const FwdParams& p, KernelArgs* args) {
   // otherwise hit the tensor cores and the MUFU at the same time; at long
   // sequences and at head_dim 256 the intra-warpgroup overlap alone measured
   // as fast or faster (bench/sm90/NOTES.md). Knob for experiments: 0 never,
-  // 1 always, 2 by head_dim and seqlen_k.
+  // 1 always, 2 by head_dim and seqlen_k; at run time FLASHATTN_SM90_PINGPONG=0/1
+  // overrides it (read once per process: A/B runs are one process per setting).
 #ifndef FLASHATTN_SM90_PINGPONG
 #define FLASHATTN_SM90_PINGPONG 2
 #endif
-  args->pingpong = FLASHATTN_SM90_PINGPONG == 2
-                      ? (sk <= kPingpongMaxSeqlenK && p.head_dim <= 128 ? 1 : 0)
-                      : FLASHATTN_SM90_PINGPONG;
+  static const int pingpong_env = [] {
+    const char* e = std::getenv("FLASHATTN_SM90_PINGPONG");
+    return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
+  }();
+  args->pingpong = pingpong_env >= 0                 ? pingpong_env
+                   : FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK && p.head_dim <= 128 ? 1 : 0)
+                                                  : FLASHATTN_SM90_PINGPONG;
   const bool masked = args->window_left >= 0 || args->window_right >= 0;
   args->grid_ctas = masked ? static_cast<int>(num_tiles)
                            : static_cast<int>(std::min<int64_t>(num_tiles, sms));
@@ -211,19 +240,38 @@ class DeviceGuard {
 Status can_implement(const FwdParams& p) noexcept {
   try {
     KernelArgs args{};
-    return prepare(p, &args);
+    return prepare(p, nullptr, &args);
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "sm90 forward: exception in can_implement");
   }
 }
 
-Status run_forward(const FwdParams& p) noexcept {
+size_t workspace_bytes(const FwdParams& p) noexcept {
+  return p.dtype == DType::F8E4M3 && !is_empty(p) && p.seqlen_k > 0 ? fp8_vt_bytes(p) : 0;
+}
+
+Status run_forward(const FwdParams& p, void* workspace) noexcept {
   try {
+    const bool fp8 = p.dtype == DType::F8E4M3;
+    if (fp8 && workspace == nullptr && workspace_bytes(p) > 0) {
+      return Status::Error(ErrorCode::Internal, "sm90 forward: fp8 needs its workspace");
+    }
     KernelArgs args{};
-    if (Status s = prepare(p, &args); !s.ok()) return s;
+    // With no keys the V^T map is never used; any aligned pointer will do.
+    const void* vt = workspace != nullptr ? workspace : p.q;
+    if (Status s = prepare(p, fp8 ? vt : nullptr, &args); !s.ok()) return s;
     if (is_empty(p)) return Status::Ok();
     DeviceGuard guard(p.device_index);
     cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+    if (fp8) {
+      if (workspace != nullptr) {
+        if (Status s = launch_fp8_v_transpose(p, static_cast<uint8_t*>(workspace), stream); !s.ok()) {
+          return s;
+        }
+      }
+      return p.head_dim == 128 ? launch_fwd<__nv_fp8_e4m3, 128>(args, stream)
+                               : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
+    }
     const bool bf16 = p.dtype == DType::BF16;
     switch (p.head_dim) {
       case 64:

@@ -9,13 +9,19 @@ namespace flashattn::detail::cuda::sm90 {
 
 // Ok when this kernel can run `p` on p.device_index. Unsupported (dispatch
 // may fall back to the sm80 path) for: device not sm_90, dtype other than
-// fp16/bf16, head_dim not in {64, 128, 256}, softcap, scale <= 0, lengths over
-// 2^28. InvalidArgument naming the tensor when a pointer or stride breaks
-// TMA's 16-byte alignment rule.
+// fp16/bf16/fp8 e4m3, head_dim not in {64, 128, 256} ({128, 256} for fp8),
+// softcap, scale <= 0, lengths over 2^28, fp8 with varlen. InvalidArgument
+// naming the tensor when a pointer or stride breaks TMA's 16-byte alignment
+// rule.
 Status can_implement(const FwdParams& p) noexcept;
 
+// Device scratch run_forward needs: fp8's transposed V
+// (fp8_v_transpose.hpp), 0 otherwise.
+size_t workspace_bytes(const FwdParams& p) noexcept;
+
 // Runs the forward on p.stream (asynchronous; no synchronisation). Writes
-// p.out and, when non-null, p.lse.
-Status run_forward(const FwdParams& p) noexcept;
+// p.out and, when non-null, p.lse. `workspace`: workspace_bytes(p) bytes of
+// device memory (may be null when that is 0).
+Status run_forward(const FwdParams& p, void* workspace) noexcept;
 
 }  // namespace flashattn::detail::cuda::sm90

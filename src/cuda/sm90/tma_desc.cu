@@ -84,7 +84,7 @@ std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, 
   EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
   if (!bind_current_context()) return "no CUDA context could be made current for the TMA encode";
-  const int64_t esize = 2;
+  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
   // A stride of a size-1 dimension is never applied; give TMA a valid one.
   auto stride_or = [&](int64_t size, int64_t s) {
     return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
@@ -98,10 +98,12 @@ std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, 
       return std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)";
     }
   }
-  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  // One 128-byte swizzle atom of the row per box.
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(128 / esize), static_cast<cuuint32_t>(box_rows), 1, 1};
   const cuuint32_t estr[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType dt = dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapDataType dt = dtype == DType::BF16     ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                 : dtype == DType::F8E4M3 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   CUresult r = fn(map, dt, 4, const_cast<void*>(t.ptr), dims, strides, box, estr,
                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -25,8 +25,8 @@ struct TmaOperand {
 // applied (a dimension of size > 1) must be multiples of 16 bytes.
 std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t esize);
 
-// 4-d map {head_dim, seqlen, heads, batch} of 16-bit elements, box {64,
-// box_rows, 1, 1}, 128-byte swizzle (the layout the wgmma descriptors
+// 4-d map {head_dim, seqlen, heads, batch} of 16-bit or fp8 elements, box
+// {128 bytes of a row, box_rows, 1, 1}, 128-byte swizzle (the layout the wgmma descriptors
 // describe); cuTensorMapEncodeTiled is reached through the runtime's driver
 // entry point so nothing links libcuda.
 std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,

@@ -1,0 +1,78 @@
+"""flashattn.attention_fp8 (e4m3 in, bf16 out) against the float64 torch
+reference of the dequantised inputs.  Tolerance: the fp8 kernel rounds P to
+e4m3 (3 fraction bits) before P V, so its error is of the order of
+2^-4 * max|v| / sqrt(visible keys) plus bf16 rounding (the C++ tests hold
+it to DESIGN.md's rule with the fp8 naive as yardstick); the CPU path
+computes in fp32 and is held to bf16 rounding.  Also the torch.compile
+trace, the descale forms (float, tensor, None) and the errors."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import flashattn  # noqa: E402
+from torch_ref import attention_torch  # noqa: E402
+
+
+def _sm90():
+    return (torch.cuda.is_available() and flashattn.cuda_available()
+            and torch.cuda.get_device_capability() == (9, 0))
+
+
+DEVICES = ["cpu"] + (["cuda"] if _sm90() else [])
+
+
+def _quantised(shape, sigma, descale, g, device):
+    x = (torch.randn(shape, generator=g) * sigma).to(torch.float8_e4m3fn).to(device)
+    return x, x.to(torch.float64) * descale
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("d", [128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_reference(device, d, causal):
+    g = torch.Generator().manual_seed(d + int(causal))
+    B, Sq, Sk, Hq, Hk = 2, 150, 333, 4, 2
+    q8, q = _quantised((B, Sq, Hq, d), 8.0, 0.125, g, device)
+    k8, k = _quantised((B, Sk, Hk, d), 8.0, 0.1171875, g, device)
+    v8, v = _quantised((B, Sk, Hk, d), 8.0, 0.2109375, g, device)
+    out, lse = flashattn.attention_fp8(q8, k8, v8, q_descale=0.125,
+                                       k_descale=torch.tensor(0.1171875, device=device),
+                                       v_descale=torch.tensor([0.2109375], device=device),
+                                       causal=causal, return_lse=True)
+    assert out.dtype == torch.bfloat16 and out.shape == (B, Sq, Hq, d)
+    ref, ref_lse = attention_torch(q, k, v, causal=causal, dtype=torch.float64)
+    err = (out.double() - ref).abs().max().item()
+    vmax = v.abs().max().item()
+    # P's e4m3 rounding (relative 2^-4 at most) averages out over the visible
+    # keys, at least Sk - Sq + 1 of them per row here: 4x the random-walk size.
+    min_keys = Sk - Sq + 1 if causal else Sk
+    tol = (4 * 2.0**-4 * vmax / min_keys**0.5 if device == "cuda" else 0.0) \
+        + 2.0**-8 * ref.abs().max().item()
+    assert err <= tol, f"max|out - ref| = {err:.4g} > {tol:.4g}"
+    finite = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse.double()), finite)
+    assert (lse.double()[finite] - ref_lse[finite]).abs().max().item() < 1e-3
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_descale_none_is_one_and_compile(device):
+    g = torch.Generator().manual_seed(7)
+    q8 = torch.randn(1, 64, 2, 128, generator=g).to(torch.float8_e4m3fn).to(device)
+    k8 = torch.randn(1, 80, 2, 128, generator=g).to(torch.float8_e4m3fn).to(device)
+    v8 = torch.randn(1, 80, 2, 128, generator=g).to(torch.float8_e4m3fn).to(device)
+    a = flashattn.attention_fp8(q8, k8, v8)
+    b = flashattn.attention_fp8(q8, k8, v8, q_descale=1.0, k_descale=1.0, v_descale=1.0)
+    assert torch.equal(a, b)
+    f = torch.compile(lambda x, y, z: flashattn.attention_fp8(x, y, z, v_descale=2.0), fullgraph=True)
+    c = f(q8, k8, v8)
+    assert torch.allclose(c.float(), 2 * a.float(), rtol=2**-7, atol=0)
+
+
+def test_errors():
+    x = torch.zeros(1, 8, 1, 128, dtype=torch.bfloat16)
+    with pytest.raises(flashattn.InvalidArgumentError, match="float8_e4m3fn"):
+        flashattn.attention_fp8(x, x, x)
+    q8 = x.to(torch.float8_e4m3fn)
+    with pytest.raises(flashattn.InvalidArgumentError, match="numel 1"):
+        flashattn.attention_fp8(q8, q8, q8, q_descale=torch.ones(2))
