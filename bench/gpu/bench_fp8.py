@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--hdims", default="128,256")
     ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--impls", default="flashattn_bf16,flashattn_fp8,sdpa_cudnn_bf16")
+    ap.add_argument("--error-seqlen", type=int, default=4096, help="0: no error report")
     a = ap.parse_args()
     ints = lambda s: [int(x) for x in s.split(",") if x]
     out = Tee(a.csv)
@@ -84,7 +86,8 @@ def main():
                         q8, k8, v8, q_descale=sq, k_descale=sk, v_descale=sv, causal=bool(causal)),
                     "sdpa_cudnn_bf16": sdpa_cudnn,
                 }
-                for name, f in impls.items():
+                for name in a.impls.split(","):
+                    f = impls[name]
                     try:
                         ms = median_ms(f, repeat=30)
                         tf = flops(b, h, n, d, causal, "fwd") / ms / 1e9
@@ -96,7 +99,8 @@ def main():
             torch.cuda.empty_cache()
     for d in ints(a.hdims):
         for causal in ints(a.causal):
-            error_report(out, d, 4096, 8, causal)
+            if a.error_seqlen > 0:
+                error_report(out, d, a.error_seqlen, 8, causal)
 
 
 if __name__ == "__main__":
