@@ -32,6 +32,7 @@ from typing import Optional, Tuple
 import torch
 
 from ._common import resolve_options
+from ._torch_fp8 import attention_fp8
 from ._torch_ops import _fast_path_ok, attention
 from . import _torch_varlen  # registers torch.ops.flashattn.varlen_* / kvcache_fwd
 from ._torch_variants import attention_variants
@@ -85,13 +86,37 @@ def _wants_variants(dropout_p, alibi_slopes, return_attn_probs) -> bool:
     return bool(dropout_p) or alibi_slopes is not None or bool(return_attn_probs)
 
 
+def _fp8(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+         return_attn_probs, q_descale, k_descale, v_descale):
+    """float8_e4m3fn inputs (FlashAttention-3's fp8 forward): bfloat16 out."""
+    if dropout_p or alibi_slopes is not None or return_attn_probs or softcap > 0:
+        raise NotImplementedError(
+            "flash_attn_func: float8_e4m3fn inputs take no dropout_p, alibi_slopes, softcap or "
+            "return_attn_probs")
+    return attention_fp8(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
+                         softmax_scale=softmax_scale, causal=causal,
+                         window=tuple(max(int(w), -1) for w in window_size))
+
+
 def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
                     causal: bool = False, window_size: Tuple[int, int] = (-1, -1),
                     softcap: float = 0.0, alibi_slopes=None, deterministic: bool = False,
-                    return_attn_probs: bool = False):
+                    return_attn_probs: bool = False, *, q_descale=None, k_descale=None,
+                    v_descale=None):
     """q: (batch, seqlen_q, nheads, headdim); k, v: (batch, seqlen_k, nheads_k,
     headdim), nheads % nheads_k == 0.  Returns out (batch, seqlen_q, nheads,
-    headdim).  Causal masking is aligned to the bottom-right corner."""
+    headdim).  Causal masking is aligned to the bottom-right corner.
+
+    FP8 (FlashAttention-3's keywords): torch.float8_e4m3fn q, k, v with
+    optional q_descale / k_descale / v_descale (per-tensor: a float or a
+    one-element tensor, not FA3's per-(batch, head) tensors) give a bfloat16
+    out, forward only (``flashattn.attention_fp8``)."""
+    if q.dtype == torch.float8_e4m3fn:
+        return _fp8(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                    return_attn_probs, q_descale, k_descale, v_descale)
+    if q_descale is not None or k_descale is not None or v_descale is not None:
+        raise ValueError("flash_attn_func: q_descale / k_descale / v_descale are for "
+                         f"torch.float8_e4m3fn inputs, q is {q.dtype}")
     if _wants_variants(dropout_p, alibi_slopes, return_attn_probs):
         return _variants(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
                          alibi_slopes, deterministic, return_attn_probs)

@@ -76,3 +76,21 @@ def test_errors():
     q8 = x.to(torch.float8_e4m3fn)
     with pytest.raises(flashattn.InvalidArgumentError, match="numel 1"):
         flashattn.attention_fp8(q8, q8, q8, q_descale=torch.ones(2))
+
+
+def test_flash_attn_func_fp8_keywords():
+    """flash_attn_func takes FlashAttention-3's descale keywords for e4m3 inputs."""
+    g = torch.Generator().manual_seed(11)
+    q8 = (torch.randn(1, 40, 2, 128, generator=g) * 4).to(torch.float8_e4m3fn)
+    k8 = (torch.randn(1, 50, 1, 128, generator=g) * 4).to(torch.float8_e4m3fn)
+    v8 = (torch.randn(1, 50, 1, 128, generator=g) * 4).to(torch.float8_e4m3fn)
+    a = flashattn.flash_attn_func(q8, k8, v8, causal=True, q_descale=0.25, k_descale=0.25,
+                                  v_descale=0.5)
+    b = flashattn.attention_fp8(q8, k8, v8, causal=True, q_descale=0.25, k_descale=0.25,
+                                v_descale=0.5)
+    assert a.dtype == torch.bfloat16 and torch.equal(a, b)
+    with pytest.raises(NotImplementedError, match="dropout_p"):
+        flashattn.flash_attn_func(q8, k8, v8, dropout_p=0.1)
+    with pytest.raises(ValueError, match="float8_e4m3fn inputs"):
+        x = torch.zeros(1, 8, 1, 128)
+        flashattn.flash_attn_func(x, x, x, q_descale=1.0)
