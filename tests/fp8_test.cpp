@@ -74,6 +74,17 @@ Tensor scalar_tensor(Device dev, float value) {
   return t;
 }
 
+// The forward's tensors; options and descales are the caller's.
+flashattn::ForwardArgs forward_args(const QKV& in, const Tensor& out, const Tensor& lse) {
+  flashattn::ForwardArgs a;
+  a.q = in.q.view();
+  a.k = in.k.view();
+  a.v = in.v.view();
+  a.out = out.view();
+  a.lse = lse.view();
+  return a;
+}
+
 std::vector<double> scaled(std::vector<double> v, double s) {
   for (double& x : v) x *= s;
   return v;
@@ -97,12 +108,7 @@ void check_fp8(Device dev, const Fp8Case& c) {
   const Tensor tk = scalar_tensor(dev, static_cast<float>(dk));
   const Tensor tv = scalar_tensor(dev, static_cast<float>(dv));
 
-  flashattn::ForwardArgs a;
-  a.q = in.q.view();
-  a.k = in.k.view();
-  a.v = in.v.view();
-  a.out = out.view();
-  a.lse = lse.view();
+  flashattn::ForwardArgs a = forward_args(in, out, lse);
   a.options.causal = c.causal;
   a.options.window_left = c.window_left;
   a.options.window_right = c.window_right;
@@ -184,15 +190,7 @@ INSTANTIATE_TEST_SUITE_P(Sweep, Fp8Forward, ::testing::ValuesIn(fp8_params()),
 struct Fp8Args {
   QKV in;
   Tensor out, lse, scale;
-  flashattn::ForwardArgs args() const {
-    flashattn::ForwardArgs a;
-    a.q = in.q.view();
-    a.k = in.k.view();
-    a.v = in.v.view();
-    a.out = out.view();
-    a.lse = lse.view();
-    return a;
-  }
+  flashattn::ForwardArgs args() const { return forward_args(in, out, lse); }
 };
 
 Fp8Args small_fp8(Device dev) {
