@@ -68,7 +68,7 @@ struct Bytes {
 
 constexpr int64_t kHuge = int64_t(1) << 48;  // the API's size limit (checks.cpp)
 
-size_t esize(int32_t dt) { return dt == FA_F32 ? 4 : 2; }
+size_t esize(int32_t dt) { return dt == FA_F32 ? 4 : dt == FA_F8E4M3 ? 1 : 2; }
 
 // A tensor's storage: its own heap block, or a view into another's.
 struct Storage {
@@ -114,6 +114,7 @@ struct T {
 };
 
 double load(int32_t dt, const uint8_t* p) {
+  if (dt == FA_F8E4M3) return fa_test::e4m3_bits_to_float(*p);
   if (dt == FA_F32) {
     float f;
     std::memcpy(&f, p, 4);
@@ -124,6 +125,10 @@ double load(int32_t dt, const uint8_t* p) {
   return dt == FA_F16 ? fa_test::half_to_float(h) : fa_test::bf16_to_float(h);
 }
 void store(int32_t dt, uint8_t* p, float f) {
+  if (dt == FA_F8E4M3) {
+    *p = fa_test::float_to_e4m3_bits(f);
+    return;
+  }
   if (dt == FA_F32) {
     std::memcpy(p, &f, 4);
     return;
@@ -179,6 +184,10 @@ struct Problem {
   int64_t B = 1, Sq = 1, Sk = 1, Hq = 1, Hkv = 1, D = 8;
   fa_options opt{};
   bool with_lse = true;
+  // fp8 forward (fa_forward_fp8): q, k, v e4m3, out bf16, per-tensor
+  // descales (0 = that factor absent); scales == false passes NULL scales.
+  bool fp8 = false, scales = false;
+  float descale[3] = {0, 0, 0};
 };
 
 float fuzz_float(Bytes& in, bool allow_bad) {
@@ -290,11 +299,14 @@ enum Mutation {
 struct Call {
   Problem pb;
   T q, k, v, out, lse, dout, dq, dk, dv;
+  T descale[3];  // fp8: fp32 [1] each (st null when absent)
   std::vector<T*> outputs() {
     if (pb.op == 0 || pb.op == 2) return {&out, &lse};
     return {&dq, &dk, &dv};
   }
-  std::vector<T*> all() { return {&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv}; }
+  std::vector<T*> all() {
+    return {&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv, &descale[0], &descale[1], &descale[2]};
+  }
 };
 
 // Applies mutation m if it can apply to this call; returns whether it did.
@@ -310,10 +322,13 @@ bool mutate(Bytes& in, Call& c, int m, bool* null_args, bool* null_bytes) {
       if (!x_used) return false;
       x.t.ndim = in.chance(128) ? x.t.ndim - 1 : (in.chance(128) ? 5 : -1);
       return true;
-    case kDtypeCode:
+    case kDtypeCode: {
       if (!x_used) return false;
-      x.t.dtype = 3 + in.u8();
+      const int32_t code = 3 + in.u8();
+      // fp8 q/k/v drawn as fp8 again would stay valid: int32 then.
+      x.t.dtype = code == x.t.dtype ? FA_I32 : code;
       return true;
+    }
     case kDtypeMismatch:
       if (!x_used) return false;
       x.t.dtype = (x.t.dtype + 1 + int32_t(in.below(2))) % 3;
@@ -512,16 +527,31 @@ void run_one(Bytes& in) {
   if (in.chance(32)) pb.opt.stream = reinterpret_cast<void*>(uintptr_t(0xdead0000));  // CPU ignores it
   pb.with_lse = bwd || in.chance(180);
   const float amp = std::array<float, 4>{1.0f, 0.25f, 3.0f, 12.0f}[size_t(in.below(4))];
-  std::mt19937 rng(in.u32());
+  const uint32_t seed = in.u32();
+  std::mt19937 rng(seed);
+  // fp8: a quarter of the bf16 forward calls (and workspace queries), drawn
+  // from a generator of its own so that the bytes of the corpus's inputs
+  // still decode to the same shapes, options and mutations as before.
+  std::mt19937 pick(seed ^ 0x5bd1e995u);
+  int broken_descale = -1;  // fp8: index of a descale made invalid, or -1
+  if ((pb.op == 0 || pb.op == 2) && pb.dtype == FA_BF16 && pick() % 4 == 0) {
+    pb.fp8 = true;
+    pb.scales = pick() % 3 != 0;
+    for (float& d : pb.descale) d = pick() % 4 == 0 ? 0.0f : std::array<float, 4>{0.5f, 2.0f, 0.125f, 1.75f}[pick() % 4];
+    if (pb.scales && pick() % 8 == 0) broken_descale = int(pick() % 3);
+  }
 
   const int64_t qshape[4] = {pb.B, pb.Sq, pb.Hq, pb.D}, kshape[4] = {pb.B, pb.Sk, pb.Hkv, pb.D};
   T* tensors[] = {&c.q, &c.k, &c.v, &c.out, &c.dout, &c.dq, &c.dk, &c.dv};
   for (T* t : tensors) t->t.dtype = pb.dtype;
+  if (pb.fp8) {
+    for (T* t : {&c.q, &c.k, &c.v}) t->t.dtype = FA_F8E4M3;
+  }
   const bool packed = !big && pb.Sq == pb.Sk && in.chance(64);
   if (packed) {  // q, k, v as views into one [B, S, Hq + 2 Hkv, D] buffer
     const int64_t H3 = pb.Hq + 2 * pb.Hkv;
     T whole;
-    whole.t.dtype = pb.dtype;
+    whole.t.dtype = c.q.t.dtype;
     const int64_t wshape[4] = {pb.B, pb.Sq, H3, pb.D};
     layout(in, whole, wshape);
     allocate(in, whole, true, rng, amp);
@@ -530,7 +560,7 @@ void run_one(Bytes& in) {
     for (int i = 0; i < 3; ++i) {
       *qkv[i] = whole;
       qkv[i]->t.shape[2] = i == 0 ? pb.Hq : pb.Hkv;
-      qkv[i]->off = whole.off + size_t(h0[i] * whole.t.stride[2]) * esize(pb.dtype);
+      qkv[i]->off = whole.off + size_t(h0[i] * whole.t.stride[2]) * esize(whole.t.dtype);
       qkv[i]->t.data = whole.st->bytes.get() + qkv[i]->off;
     }
   } else {
@@ -578,6 +608,30 @@ void run_one(Bytes& in) {
     }
   }
 
+  // fp8 descales: fp32 [1] (a broken one is [2], or fp16, or 2-d).
+  for (int i = 0; i < 3 && pb.fp8 && pb.scales; ++i) {
+    T& d = c.descale[i];
+    if (pb.descale[i] == 0.0f && i != broken_descale) continue;
+    d.t.dtype = FA_F32;
+    d.t.ndim = 1;
+    d.t.shape[0] = 1;
+    d.t.stride[0] = 1;
+    if (i == broken_descale) {
+      const uint32_t how = pick() % 3;
+      if (how == 0) d.t.shape[0] = 2;
+      if (how == 1) d.t.dtype = FA_F16;
+      if (how == 2) d.t.ndim = 2, d.t.shape[1] = 1, d.t.stride[1] = 1;
+    }
+    auto st = std::make_shared<Storage>();
+    st->size = 8;
+    st->bytes.reset(new uint8_t[st->size]);
+    const float val[2] = {pb.descale[i] == 0.0f ? 1.0f : pb.descale[i], 1.0f};
+    std::memcpy(st->bytes.get(), val, 8);
+    d.st = st;
+    d.off = 0;
+    d.t.data = st->bytes.get();
+  }
+
   // The backward consumes a forward's out and LSE (a valid forward, run now).
   if (pb.op == 1 && !big) {
     fa_forward_args f = fwd_args(c);
@@ -606,8 +660,15 @@ void run_one(Bytes& in) {
       applied += " " + std::to_string(m);
     }
   }
+  if (broken_descale >= 0) {
+    ++mutations;
+    applied += " descale" + std::to_string(broken_descale);
+  }
   const bool expect_invalid = mutations > 0;
-  g_case = "op " + std::to_string(pb.op) + " dtype " + std::to_string(pb.dtype) + " B " +
+  g_case = "op " + std::to_string(pb.op) + " dtype " + std::to_string(pb.dtype) +
+           (pb.fp8 ? " fp8 (scales " + std::to_string(pb.scales) + ": " + std::to_string(pb.descale[0]) +
+                         " " + std::to_string(pb.descale[1]) + " " + std::to_string(pb.descale[2]) + ")"
+                   : std::string()) + " B " +
            std::to_string(pb.B) + " Sq " + std::to_string(pb.Sq) + " Sk " + std::to_string(pb.Sk) +
            " Hq " + std::to_string(pb.Hq) + " Hkv " + std::to_string(pb.Hkv) + " D " +
            std::to_string(pb.D) + " scale " + std::to_string(pb.opt.softmax_scale) + " softcap " +
@@ -623,8 +684,15 @@ void run_one(Bytes& in) {
   {
     fa_forward_args f = fwd_args(c);
     fa_backward_args b = bwd_args(c);
+    fa_fp8_descale sc{};
+    sc.q = c.descale[0].t;
+    sc.k = c.descale[1].t;
+    sc.v = c.descale[2].t;
     switch (pb.op) {
-      case 0: st = fa_forward(null_args ? nullptr : &f); break;
+      case 0:
+        st = pb.fp8 ? fa_forward_fp8(null_args ? nullptr : &f, pb.scales ? &sc : nullptr)
+                    : fa_forward(null_args ? nullptr : &f);
+        break;
       case 1: st = fa_backward(null_args ? nullptr : &b); break;
       case 2: st = fa_forward_workspace_bytes(null_args ? nullptr : &f, null_bytes ? nullptr : &ws); break;
       default: st = fa_backward_workspace_bytes(null_args ? nullptr : &b, null_bytes ? nullptr : &ws); break;
@@ -644,7 +712,7 @@ void run_one(Bytes& in) {
   // Inputs intact (out and lse are inputs of the backward).
   {
     Snapshot after;
-    std::vector<T*> ins = {&c.q, &c.k, &c.v};
+    std::vector<T*> ins = {&c.q, &c.k, &c.v, &c.descale[0], &c.descale[1], &c.descale[2]};
     if (bwd) { ins.push_back(&c.out); ins.push_back(&c.lse); ins.push_back(&c.dout); }
     for (const auto& b : snap.bufs) {
       bool is_input = false;
@@ -665,7 +733,12 @@ void run_one(Bytes& in) {
   // Bound on |logit| before the softcap's tanh (what fp32 must hold):
   // scale [/ cap] * max ||q_i|| * max ||k_j||.
   const auto rp = ref_problem(pb);
-  const std::vector<double> q = read_dense(c.q), k = read_dense(c.k), v = read_dense(c.v);
+  std::vector<double> q = read_dense(c.q), k = read_dense(c.k), v = read_dense(c.v);
+  if (pb.fp8 && pb.scales) {  // the dequantised inputs (exact in double)
+    for (auto [x, i] : {std::pair<std::vector<double>*, int>{&q, 0}, {&k, 1}, {&v, 2}})
+      if (pb.descale[i] != 0.0f)
+        for (double& e : *x) e *= double(pb.descale[i]);
+  }
   const double scale = pb.opt.softmax_scale > 0 ? pb.opt.softmax_scale : 1.0 / std::sqrt(double(pb.D));
   auto max_norm = [&](const std::vector<double>& x) {
     double m = 0;
@@ -678,7 +751,8 @@ void run_one(Bytes& in) {
   };
   const double logit = scale / (pb.opt.softcap > 0 ? double(pb.opt.softcap) : 1.0) * max_norm(q) * max_norm(k);
   if (pb.Hkv == 0) return;  // no heads (valid and empty); the reference divides by heads_kv
-  const auto dt = static_cast<flashattn::DType>(pb.dtype);
+  // fp8: the fp8 yardstick (P rounded to e4m3, O to bf16; naive_same_dtype.hpp).
+  const auto dt = pb.fp8 ? flashattn::DType::F8E4M3 : static_cast<flashattn::DType>(pb.dtype);
   const double dt_max = pb.dtype == FA_F16 ? 65504.0 : 3.0e38;
   // While fp32 holds the logits: never a NaN, and no infinity where the exact
   // value fits the dtype with 2x headroom (no overflow inside the kernel).
@@ -714,9 +788,12 @@ void run_one(Bytes& in) {
     if (!compare) return;
     flashattn::reference::naive_forward(rp, dt, q, k, v, &nout, &nlse);
     const auto m = flashattn::reference::magnitudes(q, k, v, {}, pb.D, scale);
-    expect_rule("out", pb.dtype, out, ref, nout, pb.Sk, pb.D, m.out);
+    expect_rule("out", pb.fp8 ? FA_BF16 : pb.dtype, out, ref, nout, pb.Sk, pb.D, m.out);
     if (pb.with_lse) {
-      const auto s = flashattn::reference::judge_lse(read_dense(c.lse), lse, nlse, pb.D);
+      const double score_err =
+          pb.fp8 ? flashattn::reference::fp8_score_error(q, k, pb.B, pb.Sq, pb.Sk, pb.Hq, pb.Hkv, pb.D, scale)
+                 : 0.0;
+      const auto s = flashattn::reference::judge_lse(read_dense(c.lse), lse, nlse, pb.D, score_err);
       if (!s.pass()) fail("lse", "max_err " + std::to_string(s.max_err) + " bad " + std::to_string(s.bad));
     }
     return;

@@ -120,7 +120,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (Status s = check_device(p.device_index); !s.ok()) return s;
   if (is_empty(p)) return Status::Ok();
 
-  const int64_t esize = static_cast<int64_t>(dtype_size(p.dtype));
+  const int64_t esize = tma_elem_bytes(p.dtype);
   // Varlen maps: [1, total rows, heads, head_dim] over the packed tensors.
   const int64_t map_batch = varlen ? 1 : p.batch;
   const int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;

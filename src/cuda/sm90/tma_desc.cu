@@ -84,7 +84,7 @@ std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, 
   EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
   if (!bind_current_context()) return "no CUDA context could be made current for the TMA encode";
-  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
+  const int64_t esize = tma_elem_bytes(dtype);
   // A stride of a size-1 dimension is never applied; give TMA a valid one.
   auto stride_or = [&](int64_t size, int64_t s) {
     return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);

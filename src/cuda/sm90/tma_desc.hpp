@@ -21,6 +21,11 @@ struct TmaOperand {
   Strides str;  // in elements
 };
 
+// Element bytes of the dtypes the Hopper kernels map (fp16/bf16, fp8 e4m3).
+// Not the API's dtype_size: these objects also link without the API library
+// (bench/gpu/sm80_selfcheck).
+inline int64_t tma_elem_bytes(DType dtype) { return dtype == DType::F8E4M3 ? 1 : 2; }
+
 // TMA moves 16-byte units: the base address and every stride that is ever
 // applied (a dimension of size > 1) must be multiples of 16 bytes.
 std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t esize);
