@@ -66,7 +66,10 @@ Status fp8_forward(const FwdParams& p, Status (*fp32_forward)(const FwdParams&) 
   try {
     const int64_t nq = p.batch * p.seqlen_q * p.heads_q * p.head_dim;
     const int64_t nk = p.batch * p.seqlen_k * p.heads_kv * p.head_dim;
-    std::vector<float> q(nq), k(nk), v(nk), o(nq);
+    // At least one element each: the fp32 kernels form row pointers of
+    // empty tensors too (a null base plus an offset is undefined behaviour).
+    auto len = [](int64_t n) { return static_cast<size_t>(n > 0 ? n : 1); };
+    std::vector<float> q(len(nq)), k(len(nk)), v(len(nk)), o(len(nq));
     dequantise(p.q, p.q_str, p.batch, p.seqlen_q, p.heads_q, p.head_dim, p.q_descale, q.data());
     dequantise(p.k, p.k_str, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, p.k_descale, k.data());
     dequantise(p.v, p.v_str, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, p.v_descale, v.data());

@@ -531,7 +531,8 @@ void run_one(Bytes& in) {
   std::mt19937 rng(seed);
   // fp8: a quarter of the bf16 forward calls (and workspace queries), drawn
   // from a generator of its own so that the bytes of the corpus's inputs
-  // still decode to the same shapes, options and mutations as before.
+  // still decode to the same shapes, options and mutations as before (a
+  // quarter of the bf16 forwards among them now run as fp8).
   std::mt19937 pick(seed ^ 0x5bd1e995u);
   int broken_descale = -1;  // fp8: index of a descale made invalid, or -1
   if ((pb.op == 0 || pb.op == 2) && pb.dtype == FA_BF16 && pick() % 4 == 0) {
@@ -777,7 +778,8 @@ void run_one(Bytes& in) {
   const bool compare = logit <= 64 && qscale >= 1e-20;
   if (std::getenv("FA_FUZZ_DEBUG")) {
     auto mx = [](const std::vector<double>& x) { double m = 0; for (double e : x) m = std::max(m, std::fabs(e)); return m; };
-    std::fprintf(stderr, "max|q| %g max|k| %g max|v| %g logit %g\n", mx(q), mx(k), mx(v), logit);
+    std::fprintf(stderr, "max|q| %g max|k| %g max|v| %g logit %g fp8 %d\n", mx(q), mx(k), mx(v), logit,
+                 int(pb.fp8));
   }
   if (!bwd) {
     std::vector<double> ref(q.size()), lse(size_t(pb.B * pb.Hq * pb.Sq)), nout, nlse;
