@@ -367,6 +367,26 @@ TEST(RingArgs, TransportOnAnotherDeviceIsRefused) {
   EXPECT_TRUE(guard.untouched());
 }
 
+TEST(RingArgs, Fp8InputsAreRefused) {
+  fa_test::QKV in = fa_test::make_qkv(Device::CPU, DType::F8E4M3, Layout::BSHD, 1, 5, 5, 2, 2, 128);
+  fa_test::fill_randn(in.q);
+  fa_test::fill_randn(in.k);
+  fa_test::fill_randn(in.v);
+  Tensor out = fa_test::make_contiguous(Device::CPU, DType::BF16, {1, 5, 2, 128});
+  fa_test::CallGuard guard({&in.q, &in.k, &in.v}, {&out});
+  flashattn::ring::RingForwardArgs a;
+  a.q = in.q.view();
+  a.k = in.k.view();
+  a.v = in.v.view();
+  a.out = out.view();
+  a.seqlens_k = {5};
+  auto transports = flashattn::ring::make_local_ring(1, 5000);
+  const Status st = flashattn::ring::ring_forward(a, *transports[0]);
+  EXPECT_EQ(st.code, flashattn::ErrorCode::Unsupported) << st.message;
+  EXPECT_NE(st.message.find("float8_e4m3"), std::string::npos) << st.message;
+  EXPECT_TRUE(guard.untouched());
+}
+
 TEST(RingArgs, ErrorsNameTheArgumentAndWriteNothing) {
   const int P = 2;
   const int64_t B = 1, S = 6, H = 2, D = 8;

@@ -80,6 +80,12 @@ Status check_ring(const TensorView& q, const TensorView& k, const std::vector<in
     return Status::Error(ErrorCode::Unsupported, "q: this build of flashattn has no CUDA backend");
   }
 #endif
+  // fp8 chunks would pass through the ring's dtype conversions (fp32 / fp16
+  // / bf16 only) and its partial outputs are in q's dtype: refused.
+  if (q.dtype == DType::F8E4M3) {
+    return Status::Error(ErrorCode::Unsupported,
+                         "q: float8_e4m3 inputs are supported by forward() only, not by the ring");
+  }
   if (o.window_left != -1 || o.window_right != -1 || o.softcap != 0.0f) {
     return Status::Error(ErrorCode::Unsupported,
                          "options: the ring supports softmax_scale and causal only (window and "
