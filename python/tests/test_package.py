@@ -134,15 +134,25 @@ FLASH_ATTN_SIGNATURES = {
 }
 
 
+# flashattn's additions: keyword-only, after flash-attn's own parameters, so
+# every flash-attn call binds the same (FlashAttention-3's fp8 descales).
+FLASHATTN_KEYWORD_EXTRAS = {"flash_attn_func": ["q_descale", "k_descale", "v_descale"]}
+
+
 @pytest.mark.parametrize("name", sorted(FLASH_ATTN_SIGNATURES))
 def test_flash_attn_signatures(name):
     pytest.importorskip("torch")
     from flashattn import flash_attn_interface as fai
 
-    sig = inspect.signature(getattr(fai, name))
+    params = list(inspect.signature(getattr(fai, name)).parameters.values())
+    extras = FLASHATTN_KEYWORD_EXTRAS.get(name, [])
+    own = params[:len(params) - len(extras)]
     got = ", ".join(p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
-                    for p in sig.parameters.values())
+                    for p in own)
     assert got == FLASH_ATTN_SIGNATURES[name]
+    tail = params[len(own):]
+    assert [p.name for p in tail] == extras
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is None for p in tail)
     assert getattr(flashattn, name) is getattr(fai, name)
 
 
