@@ -46,6 +46,20 @@ std::vector<VarlenCase> varlen_cases() {
   // mid-tile both ways, a zero-length query sequence.
   add(DType::BF16, {70, 200, 0, 1}, {150, 64, 9, 300}, 4, 2, 256, false);
   add(DType::F16, {129, 300}, {129, 300}, 4, 1, 64, true);
+  // Every sm80 backward tile (head dims 72 -> 96, 160 -> 192, 256) and the
+  // deterministic backward's own dQ kernel at each tile, fp16 and bf16: the
+  // GPU's varlen kernel instantiations (h200_sanitize_all.sh's launch
+  // coverage found these unlaunched; causal at head dim 64 for the Hopper
+  // forward's 128-row tile). Lengths 23/0/70 name them there.
+  for (DType dt : {DType::F16, DType::BF16}) {
+    for (int64_t d : {64, 72, 128, 160, 256}) {
+      for (bool det : {false, true}) {
+        if (!det && d == 128) continue;  // the cases above have it
+        add(dt, {23, 0, 70}, {41, 9, 70}, 4, 2, d, d != 128 && d != 256);
+        v.back().deterministic = det;
+      }
+    }
+  }
   VarlenCase w;
   w.dtype = DType::F16;
   w.lens_q = {40, 129};

@@ -8,8 +8,12 @@ Shapes: batch 8 x seqlen {1k, 2k, 4k} (every sequence full length, so both
 layouts do the same work), 16 heads, head dim 128, bf16, causal and not.
 padded: flash_attn_func on [B, S, H, D]; varlen: flash_attn_varlen_func on
 [B*S, H, D] with cu_seqlens = 0, S, 2S, ... Forward, and forward+backward
-through autograd (both functions are differentiable). CUDA events, median of
-30 single-call timings after 5 warm-ups (bench/gpu/timing.py).
+through autograd (both functions are differentiable). CUDA events
+(bench/gpu/timing.py): padded and varlen alternate in ROUNDS rounds, each a
+median of 15 single-call timings after 3 warm-ups, so that both layouts see
+the same clocks (timing one layout after the other read 1.0-1.7x at 1k for one
+build: the card's clocks moved between them). ms is the median over rounds;
+varlen_over_padded the median of the rounds' ratios, ratio_range their span.
 
 Each dispatch mode runs in its own process (FLASHATTN_DISABLE_SM90 is read once
 per process): `default` (sm90a kernels where they apply: the padded forward /
@@ -18,41 +22,55 @@ varlen backward runs on sm80) and `sm80` (FLASHATTN_DISABLE_SM90=1: both
 layouts on the sm80 kernels). The kernels each
 call launched are read with torch.profiler and written to the CSV.
 
-CSV columns: mode,pass,causal,batch,seqlen,layout,ms,tflops,varlen_over_padded,kernels
+CSV columns: mode,pass,causal,batch,seqlen,layout,ms,tflops,varlen_over_padded,ratio_range,
+kernel_ms,kernel_ratio,kernels (kernel_ms: the library's kernels' device time per call from
+torch.profiler, without the host time that ms holds; kernel_ratio: varlen / padded of it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 H, D = 16, 128
+ROUNDS = int(os.environ.get("FA_VARLEN_ROUNDS", "5"))
 
 
-def _kernels(fn) -> str:
-    """Names of the CUDA kernels one call of fn launches (torch.profiler)."""
+def _kernels(fn, reps: int = 10):
+    """(names, ms): the flashattn CUDA kernels one call of fn launches, and their
+    device time per call (the kernels' own execution intervals summed over
+    `reps` calls / reps; torch.profiler). The events' time excludes the host
+    time a call's CUDA-event timing also holds, which matters for calls of
+    0.1-0.3 ms (ms is None when the profiler gives no intervals)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     try:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
+            for _ in range(reps):
+                fn()
             torch.cuda.synchronize()
-        names = []
+        names, total_us = [], 0.0
         for e in prof.events():
             if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type):
                 n = e.name
                 if "flashattn::" not in n:
                     continue  # torch's own kernels (autograd fills, copies)
+                try:
+                    total_us += e.time_range.elapsed_us()
+                except Exception:
+                    total_us = float("nan")
                 n = n.replace("flashattn::detail::cuda::", "").split("(")[0].replace("void ", "")
                 if n not in names:
                     names.append(n)
-        return " + ".join(names) if names else "?"
+        ms = total_us / reps / 1e3 if total_us == total_us and total_us > 0 else None
+        return (" + ".join(names) if names else "?"), ms
     except Exception as e:  # profiler unavailable: say so
-        return f"? ({type(e).__name__})"
+        return f"? ({type(e).__name__})", None
 
 
 def child(mode: str) -> list:
@@ -76,57 +94,68 @@ def child(mode: str) -> list:
         cu = torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device=dev)
         for causal in (False, True):
             flops_f = 4 * B * H * S * S * D / (2 if causal else 1)
-            res = {}
+            calls = {}
             for layout in ("padded", "varlen"):
                 if layout == "padded":
-                    def fwd(g=False):
+                    def fwd(g=False, causal=causal):
                         a, b, c = (x.detach().requires_grad_(g) for x in (q, k, v))
                         return flash_attn_func(a, b, c, causal=causal), (a, b, c)
                     dout = do
                 else:
-                    def fwd(g=False):
+                    def fwd(g=False, causal=causal):
                         a, b, c = (x.detach().requires_grad_(g) for x in (qp, kp, vp))
                         return flash_attn_varlen_func(a, b, c, cu, cu, S, S, causal=causal), (a, b, c)
                     dout = dop
-                with torch.no_grad():
-                    out_ref = fwd()[0]
 
-                def f_fwd():
+                def f_fwd(fwd=fwd):
                     with torch.no_grad():
                         fwd()
 
-                def f_fb():
+                def f_fb(fwd=fwd, dout=dout):
                     o, _ = fwd(True)
                     o.backward(dout)
 
-                for pname, f, fl in (("fwd", f_fwd, flops_f), ("fwd+bwd", f_fb, flops_f * 3.5)):
-                    try:
-                        ms = median_ms(f, warmup=5, repeat=30)
-                        kern = _kernels(f)
-                    except Exception as e:  # e.g. out of memory: a row that says so
-                        rows.append(dict(mode=mode, **{"pass": pname}, causal=int(causal), batch=B, seqlen=S,
-                                         layout=layout, ms="", tflops="", varlen_over_padded="",
-                                         kernels=f"error: {str(e).splitlines()[0][:100]}"))
-                        continue
-                    res[(pname, layout)] = ms
-                    rows.append(dict(mode=mode, **{"pass": pname}, causal=int(causal), batch=B, seqlen=S,
-                                     layout=layout, ms=f"{ms:.4f}", tflops=f"{fl / (ms * 1e-3) / 1e12:.1f}",
-                                     varlen_over_padded="", kernels=kern))
-                res[("out", layout)] = out_ref.reshape(B * S, H, D).float()
-            for r in rows:
-                if (r["mode"], r["causal"], r["seqlen"], r["layout"]) == (mode, int(causal), S, "varlen"):
-                    p = res.get((r["pass"], "padded"))
-                    vl = res.get((r["pass"], "varlen"))
-                    if p and vl:
-                        r["varlen_over_padded"] = f"{vl / p:.3f}"
-            err = (res[("out", "padded")] - res[("out", "varlen")]).abs().max().item()
+                calls[layout] = (fwd, {"fwd": f_fwd, "fwd+bwd": f_fb})
+            outs = {}
+            for layout, (fwd, _) in calls.items():
+                with torch.no_grad():
+                    outs[layout] = fwd()[0].reshape(B * S, H, D).float()
+            for pname, fl in (("fwd", flops_f), ("fwd+bwd", flops_f * 3.5)):
+                times = {"padded": [], "varlen": []}
+                kern_ms = {}
+                err = ""
+                try:
+                    for _ in range(ROUNDS):
+                        for layout in ("padded", "varlen"):
+                            times[layout].append(median_ms(calls[layout][1][pname], warmup=3, repeat=15))
+                except Exception as e:  # e.g. out of memory: rows that say so
+                    err = f"error: {str(e).splitlines()[0][:100]}"
+                ratios = sorted(v / p for p, v in zip(times["padded"], times["varlen"]))
+                for layout in ("padded", "varlen"):
+                    row = dict(mode=mode, **{"pass": pname}, causal=int(causal), batch=B, seqlen=S,
+                               layout=layout, ms="", tflops="", varlen_over_padded="", ratio_range="",
+                               kernel_ms="", kernel_ratio="", kernels=err)
+                    if not err:
+                        ms = statistics.median(times[layout])
+                        names, kms = _kernels(calls[layout][1][pname])
+                        kern_ms[layout] = kms
+                        row.update(ms=f"{ms:.4f}", tflops=f"{fl / (ms * 1e-3) / 1e12:.1f}", kernels=names,
+                                   kernel_ms="" if kms is None else f"{kms:.4f}")
+                        if layout == "varlen":
+                            row.update(varlen_over_padded=f"{statistics.median(ratios):.3f}",
+                                       ratio_range=f"{ratios[0]:.3f}-{ratios[-1]:.3f}")
+                            if kms is not None and kern_ms.get("padded"):
+                                row.update(kernel_ratio=f"{kms / kern_ms['padded']:.3f}")
+                    rows.append(row)
+            err = (outs["padded"] - outs["varlen"]).abs().max().item()
             print(f"# {mode} S={S} causal={int(causal)}: max|padded - varlen| forward = {err:.3g}", flush=True)
         del q, k, v, do, qp, kp, vp, dop
         torch.cuda.empty_cache()
     return rows
 
 
-FIELDS = ["mode", "pass", "causal", "batch", "seqlen", "layout", "ms", "tflops", "varlen_over_padded", "kernels"]
+FIELDS = ["mode", "pass", "causal", "batch", "seqlen", "layout", "ms", "tflops", "varlen_over_padded",
+          "ratio_range", "kernel_ms", "kernel_ratio", "kernels"]
 
 
 def main() -> None:

@@ -93,6 +93,7 @@ std::string VarlenCase::name() const {
   if (causal) s << "_causal";
   if (window_left >= 0 || window_right >= 0) s << "_win" << window_left << "_" << window_right;
   if (softcap > 0) s << "_cap";
+  if (deterministic) s << "_det";
   std::string r = s.str();
   std::replace(r.begin(), r.end(), '-', 'm');
   return r;
@@ -132,6 +133,7 @@ flashattn::Options options_of(const VarlenCase& c) {
   o.window_left = c.window_left;
   o.window_right = c.window_right;
   o.softcap = c.softcap;
+  o.deterministic = c.deterministic;
   return o;
 }
 flashattn::Varlen varlen_of(const VarlenInstance& in) {
@@ -261,6 +263,13 @@ void check_varlen_backward(Device dev, const VarlenCase& c) {
   EXPECT_TRUE(within_rule("dq", c.dtype, in.dq.read(), dq, ndq, row_len, c.head_dim, m.dq));
   EXPECT_TRUE(within_rule("dk", c.dtype, in.dk.read(), dk, ndk, col_len, c.head_dim, m.dk));
   EXPECT_TRUE(within_rule("dv", c.dtype, in.dv.read(), dv, ndv, col_len, c.head_dim, m.dv));
+  if (c.deterministic) {  // a second run gives the same bits
+    const std::vector<double> dq1 = in.dq.read(), dk1 = in.dk.read(), dv1 = in.dv.read();
+    st = flashattn::backward(in.bwd_args());
+    ASSERT_TRUE(st.ok()) << "second deterministic backward failed: " << st.message;
+    EXPECT_TRUE(in.dq.read() == dq1 && in.dk.read() == dk1 && in.dv.read() == dv1)
+        << "deterministic backward: a second run gave different gradients";
+  }
 }
 
 // ---- KV cache ----------------------------------------------------------------------

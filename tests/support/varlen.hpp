@@ -27,6 +27,7 @@ struct VarlenCase {
   bool causal = false;
   int64_t window_left = -1, window_right = -1;
   float softcap = 0.0f;
+  bool deterministic = false;  // backward's fixed accumulation order
   std::string name() const;
 };
 void PrintTo(const VarlenCase& c, std::ostream* os);

@@ -37,7 +37,15 @@ struct Epilogue {
       store_lse(a, tile, row0, lane, lse);
       return;
     }
-    if constexpr (kVarlen) {  // stores bounded by the sequence
+    // First row of this warpgroup in the sequence.
+    const int grow = tile.m_block * kBlockM + wg * 64;
+    // Varlen: a TMA store writes all 64 rows of the box, and the rows past
+    // this sequence's end are the next sequence's (the map spans the packed
+    // rows), so only a warpgroup whose rows all lie inside the sequence takes
+    // it; the last, partial one stores from registers, bounded by the
+    // sequence (4 bytes per lane and store, where TMA writes whole lines
+    // asynchronously).
+    if (kVarlen && grow + 64 > tile.seqlen_q) {
       store_direct(a, tile, row0, lane, o, inv);
       store_lse(a, tile, row0, lane, lse);
       if constexpr (!T::kEarlyQRelease) {
@@ -71,13 +79,12 @@ struct Epilogue {
     // this warpgroup issue the stores.
     fence_proxy_async_smem();
     named_barrier_sync(T::kBarEpilogue + wg, 128);
-    const int grow = tile.m_block * kBlockM + wg * 64;  // first global row of this warpgroup
     if (tid == 0) {
-      if (grow < a.seqlen_q) {
+      if (grow < tile.seqlen_q) {
 #pragma unroll
         for (int at = 0; at < T::kOAtoms; ++at) {
-          tma_store_4d(&a.tm_o, sm.o() + at * kBlockM * 128 + wg * 64 * 128, at * 64, grow,
-                       tile.head, tile.batch);
+          tma_store_4d(&a.tm_o, sm.o() + at * kBlockM * 128 + wg * 64 * 128, at * 64,
+                       tile.q_off + grow, tile.head, tile.map_batch);
         }
         tma_store_commit();
       }

@@ -62,8 +62,9 @@ struct KernelArgs {
   // cu_seqlens_q[b + 1]) of the packed q / out (the maps' batch is 1) and
   // [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of k / v; seqlen_q / seqlen_k are
   // the longest. Work tiles past a sequence's end are skipped
-  // (tile_scheduler.cuh), and O goes out by direct stores bounded by the
-  // sequence (a TMA store of a tile would write the next sequence's rows).
+  // (tile_scheduler.cuh); O goes out by TMA where a warpgroup's 64 rows lie
+  // inside the sequence and by direct stores bounded by the sequence where
+  // they do not (a TMA store would write the next sequence's rows).
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
   void* out;         // O base pointer and strides in elements (direct-store epilogue)

@@ -9,6 +9,19 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
+// The calling thread's warpgroup (threadIdx.x / 128), in a form the compiler
+// knows is the same for every lane of the warp: a value read from lane 0 by a
+// full-warp shuffle (CUTLASS's canonical_warp_group_idx does the same). Plain
+// threadIdx arithmetic counts as per-thread, and so did everything derived
+// from it: the Q operand's wgmma descriptor, and, once an epilogue branch on
+// the warpgroup's rows existed (varlen), the K/V descriptors and pipeline
+// state too; each wgmma then took its descriptor through R2UR moves (48 per
+// forward main-loop iteration at head dim 128; bench/sm90/NOTES.md).
+// Every lane of the warp must call it, converged.
+__device__ __forceinline__ int warpgroup_index_uniform() {
+  return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
