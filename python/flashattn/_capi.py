@@ -29,7 +29,8 @@ __all__ = [
     "lib", "library_path", "make_tensor", "make_options", "forward", "backward",
     "forward_workspace_bytes", "forward_packed", "backward_packed", "options_tuple",
     "FORWARD_PACK", "BACKWARD_PACK", "KVCACHE_PACK", "FP8_DESCALE_PACK", "forward_kvcache_packed",
-    "forward_fp8_packed", "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
+    "forward_fp8_packed", "VARLEN_PACK", "forward_varlen_packed", "backward_varlen_packed",
+    "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
 ]
 
 # ---- enums (must match flashattn.h) ------------------------------------------
@@ -155,11 +156,13 @@ BACKWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT)
 KVCACHE_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT + "i4x")
 # fa_fp8_descale: the q, k, v descale tensors.
 FP8_DESCALE_PACK = struct.Struct("=" + TENSOR_FORMAT * 3)
+VARLEN_PACK = struct.Struct("=" + TENSOR_FORMAT * 2 + "qq")  # fa_varlen
 NO_TENSOR = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # e.g. lse not wanted
 NO_VARIANTS = NO_TENSOR + (0.0, 0, 0)  # options past stream: no ALiBi, no dropout
 assert FORWARD_PACK.size == ctypes.sizeof(ForwardArgs)
 assert BACKWARD_PACK.size == ctypes.sizeof(BackwardArgs)
 assert KVCACHE_PACK.size == ctypes.sizeof(KvCacheArgs)
+assert VARLEN_PACK.size == ctypes.sizeof(Varlen)
 
 
 # ---- loading -------------------------------------------------------------------
@@ -171,6 +174,8 @@ _raw_forward = None   # fa_forward / fa_backward taking a packed argument block
 _raw_backward = None
 _raw_kvcache = None
 _raw_forward_fp8 = None
+_raw_forward_varlen = None  # fa_forward_varlen / fa_backward_varlen on two packed blocks
+_raw_backward_varlen = None
 
 
 def _lib_name() -> str:
@@ -222,12 +227,15 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fa_forward_kvcache.argtypes = [P(KvCacheArgs)]
     lib.fa_forward_kvcache.restype = ctypes.c_int
     global _raw_forward, _raw_backward, _raw_kvcache, _raw_forward_fp8
+    global _raw_forward_varlen, _raw_backward_varlen
     proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)  # the block is only read
     _raw_forward = proto(("fa_forward", lib))
     _raw_backward = proto(("fa_backward", lib))
     _raw_kvcache = proto(("fa_forward_kvcache", lib))
-    _raw_forward_fp8 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)(
-        ("fa_forward_fp8", lib))
+    proto2 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)
+    _raw_forward_fp8 = proto2(("fa_forward_fp8", lib))
+    _raw_forward_varlen = proto2(("fa_forward_varlen", lib))
+    _raw_backward_varlen = proto2(("fa_backward_varlen", lib))
 
 
 def lib() -> ctypes.CDLL:
@@ -308,14 +316,6 @@ def backward(args: BackwardArgs) -> None:
     _check(lib().fa_backward(ctypes.byref(args)))
 
 
-def forward_varlen(args: ForwardArgs, varlen: Varlen) -> None:
-    _check(lib().fa_forward_varlen(ctypes.byref(args), ctypes.byref(varlen)))
-
-
-def backward_varlen(args: BackwardArgs, varlen: Varlen) -> None:
-    _check(lib().fa_backward_varlen(ctypes.byref(args), ctypes.byref(varlen)))
-
-
 def forward_kvcache(args: KvCacheArgs) -> None:
     _check(lib().fa_forward_kvcache(ctypes.byref(args)))
 
@@ -330,6 +330,29 @@ def forward_fp8_packed(forward_values: tuple, descale_values: tuple) -> None:
         lib()
     status = _raw_forward_fp8(FORWARD_PACK.pack(*forward_values),
                               FP8_DESCALE_PACK.pack(*descale_values))
+    if status:
+        _check(status)
+
+
+def forward_varlen_packed(forward_values: tuple, varlen_values: tuple) -> None:
+    """fa_forward_varlen on FORWARD_PACK.pack(*forward_values) (q, k, v, out,
+    lse, options; no dropout_mask) and VARLEN_PACK.pack(*varlen_values)
+    (cu_seqlens_q, cu_seqlens_k: 13 values each; max_seqlen_q, max_seqlen_k)."""
+    if _raw_forward_varlen is None:
+        lib()
+    status = _raw_forward_varlen(FORWARD_PACK.pack(*forward_values, *NO_TENSOR),
+                                 VARLEN_PACK.pack(*varlen_values))
+    if status:
+        _check(status)
+
+
+def backward_varlen_packed(backward_values: tuple, varlen_values: tuple) -> None:
+    """fa_backward_varlen on BACKWARD_PACK.pack(*backward_values) and
+    VARLEN_PACK.pack(*varlen_values)."""
+    if _raw_backward_varlen is None:
+        lib()
+    status = _raw_backward_varlen(BACKWARD_PACK.pack(*backward_values),
+                                  VARLEN_PACK.pack(*varlen_values))
     if status:
         _check(status)
 

@@ -22,8 +22,8 @@ from ._torch_ops import _DTYPES, _device, _fast_path_ok, _raw_stream, no_gradien
 
 
 def _checked(name: str, t: Tensor, ndim: int, index: bool) -> Tuple[Tensor, int, int, int]:
-    """(tensor used, dtype code, device, device index) after the checks that
-    _tv and _tvals share. Last dim made contiguous if it is not."""
+    """(tensor used, dtype code, device, device index) after _tvals' checks.
+    Last dim made contiguous if it is not."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
     if index:
@@ -47,27 +47,25 @@ def _checked(name: str, t: Tensor, ndim: int, index: bool) -> Tuple[Tensor, int,
     return t, code, dev, idx
 
 
-def _tv(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, "_capi.Tensor"]:
-    """(tensor used, its fa_tensor)."""
+_PAD = (0, 0, 0, 0)
+
+
+def _tvals(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, tuple]:
+    """(tensor used, its 13 packed fa_tensor values: _capi.TENSOR_FORMAT) after
+    _checked's checks (hot path: no ctypes structure filled field by field)."""
     t, code, dev, idx = _checked(name, t, ndim, index)
-    return t, _capi.make_tensor(t.data_ptr(), code, dev, idx, list(t.shape), list(t.stride()))
-
-
-def _options(t: Tensor, softmax_scale, causal, window_left, window_right, softcap,
-             deterministic=False):
-    dev, idx = _device(t)
-    stream = _raw_stream(idx) if dev == _capi.FA_CUDA else 0
-    return _capi.make_options(softmax_scale, softcap, window_left, window_right, causal,
-                              deterministic, stream)
-
-
-def _varlen(cu_q: Tensor, cu_k: Tensor, max_q: int, max_k: int):
-    cu_q, tq = _tv("cu_seqlens_q", cu_q, 1, index=True)
-    cu_k, tk = _tv("cu_seqlens_k", cu_k, 1, index=True)
-    return (cu_q, cu_k), _capi.Varlen(tq, tk, int(max_q), int(max_k))
+    pad = _PAD[ndim:]
+    return t, (t.data_ptr(), code, dev, idx, ndim, *t.shape, *pad, *t.stride(), *pad)
 
 
 # ---- varlen ------------------------------------------------------------------------
+
+def _varlen_values(cu_q: Tensor, cu_k: Tensor, max_q: int, max_k: int) -> Tuple[tuple, tuple]:
+    """(index tensors used, the packed fa_varlen values: _capi.VARLEN_PACK)."""
+    cu_q, tcq = _tvals("cu_seqlens_q", cu_q, 1, index=True)
+    cu_k, tck = _tvals("cu_seqlens_k", cu_k, 1, index=True)
+    return (cu_q, cu_k), (*tcq, *tck, int(max_q), int(max_k))
+
 
 def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
                      max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
@@ -75,18 +73,25 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                      deterministic: bool) -> Tuple[Tensor, Tensor]:
     """(out [total_q, Hq, D], lse fp32 [Hq, total_q]): the body of
     torch.ops.flashattn.varlen_fwd, also called directly in plain eager mode
-    (varlen_forward)."""
-    q, tq = _tv("q", q, 3)
-    k, tk = _tv("k", k, 3)
-    v, tv = _tv("v", v, 3)
-    keep, vl = _varlen(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device)
-    _, to = _tv("out", out, 3)
-    _, tl = _tv("lse", lse, 2)
-    args = _capi.ForwardArgs(tq, tk, tv, to, tl, _options(q, softmax_scale, causal, window_left,
-                                                          window_right, softcap))
-    _capi.forward_varlen(args, vl)
+    (varlen_forward). The argument blocks go to fa_forward_varlen packed
+    (_capi.FORWARD_PACK, VARLEN_PACK), as the padded call's do: filling ctypes
+    structures field by field cost ~40 us more per call than the padded call
+    on the H200's host (bench/sm90/NOTES.md)."""
+    q, tq = _tvals("q", q, 3)
+    k, tk = _tvals("k", k, 3)
+    v, tv = _tvals("v", v, 3)
+    keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    T, H, D = tq[5], tq[6], tq[7]
+    dev, idx = tq[2], tq[3]
+    out = torch.empty((T, H, D), dtype=q.dtype, device=q.device)
+    lse = torch.empty((H, T), dtype=torch.float32, device=q.device)
+    to = (out.data_ptr(), tq[1], dev, idx, 3, T, H, D, 0, H * D, D, 1, 0)
+    tl = (lse.data_ptr(), _capi.FA_F32, dev, idx, 2, H, T, 0, 0, T, 1, 0, 0)
+    stream = _raw_stream(idx) if dev == _capi.FA_CUDA else 0
+    _capi.forward_varlen_packed(
+        (*tq, *tk, *tv, *to, *tl,
+         *_capi.options_tuple(softmax_scale, softcap, window_left, window_right, causal,
+                              deterministic, stream)), vl)
     return out, lse
 
 
@@ -112,22 +117,23 @@ def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
                      max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
                      window_right: int, softcap: float,
                      deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    q, tq = _tv("q", q, 3)
-    k, tk = _tv("k", k, 3)
-    v, tv = _tv("v", v, 3)
-    out, to = _tv("out", out, 3)
-    dout, tdo = _tv("dout", dout, 3)
-    lse = lse.contiguous()
-    lse, tl = _tv("lse", lse, 2)
-    keep, vl = _varlen(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    q, tq = _tvals("q", q, 3)
+    k, tk = _tvals("k", k, 3)
+    v, tv = _tvals("v", v, 3)
+    out, to = _tvals("out", out, 3)
+    dout, tdo = _tvals("dout", dout, 3)
+    lse, tl = _tvals("lse", lse.contiguous(), 2)
+    keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
     dq, dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (q, k, v))
-    _, tdq = _tv("dq", dq, 3)
-    _, tdk = _tv("dk", dk, 3)
-    _, tdv = _tv("dv", dv, 3)
-    args = _capi.BackwardArgs(tq, tk, tv, to, tdo, tl, tdq, tdk, tdv,
-                              _options(q, softmax_scale, causal, window_left, window_right,
-                                       softcap, deterministic))
-    _capi.backward_varlen(args, vl)
+    _, tdq = _tvals("dq", dq, 3)
+    _, tdk = _tvals("dk", dk, 3)
+    _, tdv = _tvals("dv", dv, 3)
+    dev, idx = tq[2], tq[3]
+    stream = _raw_stream(idx) if dev == _capi.FA_CUDA else 0
+    _capi.backward_varlen_packed(
+        (*tq, *tk, *tv, *to, *tdo, *tl, *tdq, *tdk, *tdv,
+         *_capi.options_tuple(softmax_scale, softcap, window_left, window_right, causal,
+                              deterministic, stream)), vl)
     return dq, dk, dv
 
 
@@ -173,9 +179,7 @@ varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup)
 class _EagerVarlen(torch.autograd.Function):
     """The eager fast path's autograd node for varlen, as _torch_ops'
     _EagerAttention for padded batches: same impls and saved tensors, no
-    dispatcher round trips. (It did not close the gap between varlen and
-    padded calls measured on the H200: that one is in the kernels,
-    bench/NOTES.md.)"""
+    dispatcher round trips."""
 
     @staticmethod
     def forward(ctx, q, k, v, cu_q, cu_k, params):
@@ -206,17 +210,6 @@ def varlen_forward(q: Tensor, k: Tensor, v: Tensor, cu_q: Tensor, cu_k: Tensor, 
 
 
 # ---- KV cache ----------------------------------------------------------------------
-
-_PAD = (0, 0, 0, 0)
-
-
-def _tvals(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, tuple]:
-    """_tv's checks, returning the 13 packed fa_tensor values (_capi.TENSOR_FORMAT)
-    instead of a ctypes structure (hot path: no per-field ctypes writes)."""
-    t, code, dev, idx = _checked(name, t, ndim, index)
-    pad = _PAD[ndim:]
-    return t, (t.data_ptr(), code, dev, idx, ndim, *t.shape, *pad, *t.stride(), *pad)
-
 
 def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
                  block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],

@@ -220,6 +220,46 @@ def test_kvcache_packed_block_matches_ctypes_struct():
     assert packed == ctypes.string_at(ctypes.addressof(args), ctypes.sizeof(args))
 
 
+def test_varlen_packed_blocks_match_ctypes_structs():
+    """The varlen forward and backward hand fa_forward_varlen /
+    fa_backward_varlen packed blocks (FORWARD_PACK / BACKWARD_PACK +
+    VARLEN_PACK): the same bytes as the ctypes structures filled field by
+    field, including the out / lse values _varlen_fwd_impl writes by hand."""
+    import ctypes
+
+    from flashattn import _capi
+    from flashattn._torch_varlen import _tvals, _varlen_values
+
+    q = torch.randn(11, 4, 64)
+    kv = torch.randn(13, 2, 64)
+    cu_q = torch.tensor([0, 5, 11], dtype=torch.int32)
+    cu_k = torch.tensor([0, 9, 13], dtype=torch.int32)
+    out = torch.empty(11, 4, 64)
+    lse = torch.empty(4, 11)
+    _, tq = _tvals("q", q, 3)
+    _, tk = _tvals("k", kv, 3)
+    _, to = _tvals("out", out, 3)
+    _, tl = _tvals("lse", lse, 2)
+    # _varlen_fwd_impl's hand-written values for its own contiguous out / lse:
+    assert to == (out.data_ptr(), _capi.FA_F32, _capi.FA_CPU, 0, 3, 11, 4, 64, 0, 256, 64, 1, 0)
+    assert tl == (lse.data_ptr(), _capi.FA_F32, _capi.FA_CPU, 0, 2, 4, 11, 0, 0, 11, 1, 0, 0)
+    _, vl = _varlen_values(cu_q, cu_k, 6, 9)
+    opts = _capi.options_tuple(0.125, 0.0, 3, 0, True, True, 0)
+
+    def t(v):
+        return _capi.make_tensor(v[0], v[1], v[2], v[3], v[5:5 + v[4]], v[9:9 + v[4]])
+
+    ctypes_opts = _capi.make_options(0.125, 0.0, 3, 0, True, True, 0)
+    fwd = _capi.ForwardArgs(t(tq), t(tk), t(tk), t(to), t(tl), ctypes_opts)
+    bwd = _capi.BackwardArgs(t(tq), t(tk), t(tk), t(to), t(to), t(tl), t(tq), t(tk), t(tk), ctypes_opts)
+    varlen = _capi.Varlen(t(vl[:13]), t(vl[13:26]), 6, 9)
+    assert _capi.FORWARD_PACK.pack(*tq, *tk, *tk, *to, *tl, *opts, *_capi.NO_TENSOR) == \
+        ctypes.string_at(ctypes.addressof(fwd), ctypes.sizeof(fwd))
+    assert _capi.BACKWARD_PACK.pack(*tq, *tk, *tk, *to, *to, *tl, *tq, *tk, *tk, *opts) == \
+        ctypes.string_at(ctypes.addressof(bwd), ctypes.sizeof(bwd))
+    assert _capi.VARLEN_PACK.pack(*vl) == ctypes.string_at(ctypes.addressof(varlen), ctypes.sizeof(varlen))
+
+
 def test_kvcache_bad_input_errors_and_writes_nothing():
     """The packed hot path keeps the checks: each bad argument is named, and
     neither cache is written (the append happens only after every check)."""
