@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/host_convert.hpp"
+
 #ifdef FLASHATTN_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -12,20 +14,8 @@
 namespace fa_cli {
 namespace {
 
-uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (std::isnan(f)) return 0x7fc0;
-  u += 0x7fff + ((u >> 16) & 1);  // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float bf16_to_float(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using flashattn::detail::bf16_to_float;
+using flashattn::detail::float_to_bf16;
 
 #ifdef FLASHATTN_WITH_CUDA
 void cuda_check(cudaError_t e, const char* what) {

@@ -6,21 +6,14 @@
 #include "cpu/fp8_forward.hpp"
 
 #include <cstdint>
-#include <cstring>
 #include <new>
 #include <vector>
 
 #include "common/fp8.hpp"
+#include "common/host_convert.hpp"
 
 namespace flashattn::detail::cpu {
 namespace {
-
-uint16_t float_to_bf16_rne(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
 
 Strides dense_strides(int64_t seqlen, int64_t heads, int64_t head_dim) {
   return {seqlen * heads * head_dim, heads * head_dim, head_dim};
@@ -87,7 +80,7 @@ Status fp8_forward(const FwdParams& p, Status (*fp32_forward)(const FwdParams&) 
                     h = r % p.heads_q;
       uint16_t* dst = out + b * p.o_str.batch + t * p.o_str.seq + h * p.o_str.head;
       const float* src = o.data() + r * p.head_dim;
-      for (int64_t d = 0; d < p.head_dim; ++d) dst[d] = float_to_bf16_rne(src[d]);
+      for (int64_t d = 0; d < p.head_dim; ++d) dst[d] = float_to_bf16(src[d]);
     }
     return Status::Ok();
   } catch (const std::bad_alloc&) {

@@ -7,60 +7,23 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/host_convert.hpp"
 #include "flashattn/flashattn.hpp"
 
 namespace flashattn::ring::detail {
 
-inline float bits_to_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-inline float f16_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  if (e == 0x1f) return bits_to_float(sign | 0x7f800000u | (m << 13));
-  if (e == 0) {
-    const float f = float(m) * 5.9604644775390625e-8f;  // m * 2^-24
-    return sign ? -f : f;
-  }
-  return bits_to_float(sign | ((e + 112) << 23) | (m << 13));
-}
-
-// Round to nearest even; subnormals through double (exact there), where
-// nearbyint's default mode is the rounding.
-inline uint16_t float_to_f16(float f) {
-  const uint32_t x = float_bits(f);
-  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
-  const uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00);         // NaN
-  if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00);        // rounds to inf
-  if (ax < 0x38800000u) {                                       // half subnormal (or 0)
-    const double steps = double(bits_to_float(ax)) * 16777216.0;  // in units of 2^-24
-    return uint16_t(sign | uint16_t(std::nearbyint(steps)));
-  }
-  const uint32_t rounded = ax + 0xfffu + ((ax >> 13) & 1);  // RNE on the 13 dropped bits
-  return uint16_t(sign | (((rounded >> 23) - 112) << 10 | ((rounded >> 13) & 0x3ff)));
-}
-
-inline uint16_t float_to_bf16(float f) {
-  const uint32_t x = float_bits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);
-  return uint16_t((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
-}
+using ::flashattn::detail::bf16_to_float;
+using ::flashattn::detail::bits_to_float;
+using ::flashattn::detail::f16_to_float;
+using ::flashattn::detail::float_bits;
+using ::flashattn::detail::float_to_bf16;
+using ::flashattn::detail::float_to_f16;
 
 inline float load(DType dt, const void* base, int64_t i) {
   switch (dt) {
     case DType::F32: return static_cast<const float*>(base)[i];
     case DType::F16: return f16_to_float(static_cast<const uint16_t*>(base)[i]);
-    case DType::BF16: return bits_to_float(uint32_t(static_cast<const uint16_t*>(base)[i]) << 16);
+    case DType::BF16: return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
   }
   return 0.0f;
 }
