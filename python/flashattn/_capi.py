@@ -170,12 +170,9 @@ _LIB_NAMES = {"linux": "libflashattn.so", "darwin": "libflashattn.dylib", "win32
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
 _lib_path: Optional[str] = None
-_raw_forward = None   # fa_forward / fa_backward taking a packed argument block
-_raw_backward = None
-_raw_kvcache = None
-_raw_forward_fp8 = None
-_raw_forward_varlen = None  # fa_forward_varlen / fa_backward_varlen on two packed blocks
-_raw_backward_varlen = None
+# The entry points that the hot paths call on packed argument blocks (bytes,
+# only read by the callee): name -> ctypes function, filled by _declare.
+_raw: dict = {}
 
 
 def _lib_name() -> str:
@@ -226,16 +223,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fa_backward_varlen.restype = ctypes.c_int
     lib.fa_forward_kvcache.argtypes = [P(KvCacheArgs)]
     lib.fa_forward_kvcache.restype = ctypes.c_int
-    global _raw_forward, _raw_backward, _raw_kvcache, _raw_forward_fp8
-    global _raw_forward_varlen, _raw_backward_varlen
-    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)  # the block is only read
-    _raw_forward = proto(("fa_forward", lib))
-    _raw_backward = proto(("fa_backward", lib))
-    _raw_kvcache = proto(("fa_forward_kvcache", lib))
+    proto1 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)
     proto2 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)
-    _raw_forward_fp8 = proto2(("fa_forward_fp8", lib))
-    _raw_forward_varlen = proto2(("fa_forward_varlen", lib))
-    _raw_backward_varlen = proto2(("fa_backward_varlen", lib))
+    for name, proto in (("fa_forward", proto1), ("fa_backward", proto1), ("fa_forward_kvcache", proto1),
+                        ("fa_forward_fp8", proto2), ("fa_forward_varlen", proto2),
+                        ("fa_backward_varlen", proto2)):
+        _raw[name] = proto((name, lib))
 
 
 def lib() -> ctypes.CDLL:
@@ -323,70 +316,57 @@ def forward_kvcache(args: KvCacheArgs) -> None:
 _FWD_VALUES_NO_MASK = 5 * 13 + 23
 
 
+def _call_packed(name: str, *blocks: bytes) -> None:
+    """The C function `name` on packed argument blocks; raises on its status."""
+    fn = _raw.get(name)
+    if fn is None:
+        lib()
+        fn = _raw[name]
+    status = fn(*blocks)
+    if status:
+        _check(status)
+
+
 def forward_fp8_packed(forward_values: tuple, descale_values: tuple) -> None:
     """fa_forward_fp8 on FORWARD_PACK.pack(*forward_values) (with the
     dropout_mask tensor) and FP8_DESCALE_PACK.pack(*descale_values)."""
-    if _raw_forward_fp8 is None:
-        lib()
-    status = _raw_forward_fp8(FORWARD_PACK.pack(*forward_values),
-                              FP8_DESCALE_PACK.pack(*descale_values))
-    if status:
-        _check(status)
+    _call_packed("fa_forward_fp8", FORWARD_PACK.pack(*forward_values),
+                 FP8_DESCALE_PACK.pack(*descale_values))
 
 
 def forward_varlen_packed(forward_values: tuple, varlen_values: tuple) -> None:
     """fa_forward_varlen on FORWARD_PACK.pack(*forward_values) (q, k, v, out,
     lse, options; no dropout_mask) and VARLEN_PACK.pack(*varlen_values)
     (cu_seqlens_q, cu_seqlens_k: 13 values each; max_seqlen_q, max_seqlen_k)."""
-    if _raw_forward_varlen is None:
-        lib()
-    status = _raw_forward_varlen(FORWARD_PACK.pack(*forward_values, *NO_TENSOR),
-                                 VARLEN_PACK.pack(*varlen_values))
-    if status:
-        _check(status)
+    _call_packed("fa_forward_varlen", FORWARD_PACK.pack(*forward_values, *NO_TENSOR),
+                 VARLEN_PACK.pack(*varlen_values))
 
 
 def backward_varlen_packed(backward_values: tuple, varlen_values: tuple) -> None:
     """fa_backward_varlen on BACKWARD_PACK.pack(*backward_values) and
     VARLEN_PACK.pack(*varlen_values)."""
-    if _raw_backward_varlen is None:
-        lib()
-    status = _raw_backward_varlen(BACKWARD_PACK.pack(*backward_values),
-                                  VARLEN_PACK.pack(*varlen_values))
-    if status:
-        _check(status)
+    _call_packed("fa_backward_varlen", BACKWARD_PACK.pack(*backward_values),
+                 VARLEN_PACK.pack(*varlen_values))
 
 
 def forward_packed(*values) -> None:
     """fa_forward on FORWARD_PACK.pack(*values): q, k, v, out, lse, options
     [, dropout_mask] (left out: none)."""
-    if _raw_forward is None:
-        lib()
     if len(values) == _FWD_VALUES_NO_MASK:
         values = values + NO_TENSOR
-    status = _raw_forward(FORWARD_PACK.pack(*values))
-    if status:
-        _check(status)
+    _call_packed("fa_forward", FORWARD_PACK.pack(*values))
 
 
 def backward_packed(*values) -> None:
     """fa_backward on BACKWARD_PACK.pack(*values): q, k, v, out, dout, lse, dq, dk, dv, options."""
-    if _raw_backward is None:
-        lib()
-    status = _raw_backward(BACKWARD_PACK.pack(*values))
-    if status:
-        _check(status)
+    _call_packed("fa_backward", BACKWARD_PACK.pack(*values))
 
 
 def forward_kvcache_packed(*values) -> None:
     """fa_forward_kvcache on KVCACHE_PACK.pack(*values): q, k_cache, v_cache,
     cache_seqlens, block_table, k_new, v_new, out, lse (13 values each),
     options (23), num_splits."""
-    if _raw_kvcache is None:
-        lib()
-    status = _raw_kvcache(KVCACHE_PACK.pack(*values))
-    if status:
-        _check(status)
+    _call_packed("fa_forward_kvcache", KVCACHE_PACK.pack(*values))
 
 
 def options_tuple(softmax_scale: float = 0.0, softcap: float = 0.0, window_left: int = -1,
