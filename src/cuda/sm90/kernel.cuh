@@ -257,9 +257,9 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   const SmemMap<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
   // Varlen takes the warpgroup index in its warp-uniform form (ptx.cuh): with
   // the plain one its main loop moved every wgmma descriptor through R2UR (48
-  // per iteration at head dim 128, 795 instructions against 709); varlen ran
-  // 11-45% behind padded before this and the TMA epilogue (epilogue.cuh),
-  // about 5-15% after. The padded kernel keeps the plain one:
+  // per iteration at head dim 128, 795 instructions against 709). With it and
+  // the TMA epilogue (epilogue.cuh) the varlen kernel runs within 4% of the
+  // padded one (it was 11-45% behind). The padded kernel keeps the plain one:
   // the uniform form shortened its loop too (743 -> 724) but measured 3-7%
   // slower at head dim 128, non-causal (bench/sm90/NOTES.md).
   const int wg = kVarlen ? warpgroup_index_uniform() : static_cast<int>(threadIdx.x) / 128;
