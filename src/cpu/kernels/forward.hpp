@@ -90,6 +90,33 @@ using row_type_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<
 namespace flashattn::detail::cpu::FA_ISA_NS {
 #endif
 
+// Whether x[0, n) (n a multiple of VW) holds an inf or NaN: x - x is 0 for
+// finite x and NaN otherwise, summed in vector accumulators. (A scalar float
+// sum here compiled to one serial chain of dependent vaddss, 8192 per 64-key
+// tile at head dim 128, which the compiler may not reassociate: it cost the
+// decode path more than its GEMMs; bench/NOTES.md.)
+inline bool has_nonfinite(const float* x, int64_t n) {
+  vf a0 = vsplat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+  int64_t e = 0;
+  for (; e + 4 * VW <= n; e += 4 * VW) {
+    const vf x0 = vload(x + e), x1 = vload(x + e + VW), x2 = vload(x + e + 2 * VW),
+             x3 = vload(x + e + 3 * VW);
+    a0 += x0 - x0;
+    a1 += x1 - x1;
+    a2 += x2 - x2;
+    a3 += x3 - x3;
+  }
+  for (; e < n; e += VW) {
+    const vf x0 = vload(x + e);
+    a0 += x0 - x0;
+  }
+  const vf a = (a0 + a1) + (a2 + a3);
+  for (int i = 0; i < VW; ++i) {
+    if (a[i] != 0.0f) return true;
+  }
+  return false;
+}
+
 // O = diag(alpha) O + P V for a partially masked tile whose V holds inf/NaN:
 // masked P entries are exactly 0, and 0 * inf/NaN in the gemm would put NaN
 // into rows that cannot see the key. Skipping P == 0 terms keeps a
@@ -142,10 +169,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
       for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
     }
-    // x - x is 0 for finite x and NaN for inf/NaN: one pass over the V tile
-    // (~1/(2 FBR) of the tile's flops) spots a non-finite value.
-    float vbad = 0.0f;
-    for (int64_t e = 0; e < nk * dp; ++e) vbad += vb[e] - vb[e];
+    const bool vbad = has_nonfinite(vb, nk * dp);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
     // The next tile's K/V rows are prefetched a slice per column chunk of the
     // softmax below: spread out, the misses overlap the exp work instead of
@@ -211,7 +235,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       }
     }
     // O = diag(alpha) O + P V, with P read as (P^T)^T.
-    if ((partial || dropout) && vbad != 0.0f) {
+    if ((partial || dropout) && vbad) {
       pv_skipping_zeros(nq, dp, nk, s, vb, o, al);
     } else {
       gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, dp, o, dp, al);
