@@ -1,0 +1,73 @@
+"""A/B of two (or more) libflashattn builds on the CPU, one process per build
+and round, alternated so that every build sees the same host load:
+
+  OMP_NUM_THREADS=2 PYTHONPATH=python python3 bench/cpu/ab_libs.py --rounds 3 OLD.so NEW.so
+
+Shapes: flash_attn_func fp32 B=1 H=8 S=2048 D=128, causal and not (median of 5
+calls); flash_attn_with_kvcache decode, one query token, 32 / 4 heads, 64k
+keys, fp32 and bf16 (median of 15). Prints one line per (build, round).
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def child() -> None:
+    import torch
+
+    import flashattn
+
+    torch.manual_seed(0)
+    torch.set_grad_enabled(False)
+
+    def med(f, n):
+        f()
+        r = []
+        for _ in range(n):
+            t = time.perf_counter()
+            f()
+            r.append(time.perf_counter() - t)
+        return statistics.median(r)
+
+    B, H, S, D = 1, 8, 2048, 128
+    q, k, v = (torch.randn(B, S, H, D) for _ in range(3))
+    fwd = []
+    for causal in (False, True):
+        t = med(lambda: flashattn.flash_attn_func(q, k, v, causal=causal), 5)
+        fwd.append(4 * B * H * S * S * D / (2 if causal else 1) / t / 1e9)
+    HQ, HKV, SK = 32, 4, 65536
+    dec = []
+    for dt in (torch.float32, torch.bfloat16):
+        qd = torch.randn(1, 1, HQ, D, dtype=dt)
+        kc, vc = (torch.randn(1, SK, HKV, D, dtype=dt) for _ in range(2))
+        lens = torch.tensor([SK], dtype=torch.int32)
+        t = med(lambda: flashattn.flash_attn_with_kvcache(qd, kc, vc, cache_seqlens=lens), 15)
+        dec.append(2 * SK * HKV * D * kc.element_size() / t / 1e9)
+    print(f"fwd fp32 d128 2k GFLOP/s nc {fwd[0]:.0f} c {fwd[1]:.0f} | "
+          f"decode 64k GB/s fp32 {dec[0]:.2f} bf16 {dec[1]:.2f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("libs", nargs="*")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--child", action="store_true")
+    a = ap.parse_args()
+    if a.child:
+        return child()
+    if len(a.libs) < 2:
+        ap.error("give at least two library paths")
+    for r in range(1, a.rounds + 1):
+        for lib in a.libs:
+            env = dict(os.environ, FLASHATTN_LIBRARY=os.path.abspath(lib))
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"], env=env,
+                                 capture_output=True, text=True)
+            line = out.stdout.strip() or f"failed: {out.stderr.strip().splitlines()[-1:]}"
+            print(f"{os.path.basename(lib)} round {r}: {line}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
