@@ -347,12 +347,16 @@ class DeviceOnlyTransport final : public flashattn::ring::Transport {
   }
 };
 
-TEST(RingArgs, TransportOnAnotherDeviceIsRefused) {
-  fa_test::QKV in = fa_test::make_qkv(Device::CPU, DType::F32, Layout::BSHD, 1, 5, 5, 2, 2, 8);
+// Runs ring_forward once on fresh [1, 5, 2, D] CPU inputs of dtype `in_dt`
+// (output `out_dt`) through `transport` and checks that it is refused with
+// `code`, a message holding `needle`, and nothing written.
+void expect_refused(DType in_dt, DType out_dt, int64_t D, flashattn::ring::Transport& transport,
+                    flashattn::ErrorCode code, const std::string& needle) {
+  fa_test::QKV in = fa_test::make_qkv(Device::CPU, in_dt, Layout::BSHD, 1, 5, 5, 2, 2, D);
   fa_test::fill_randn(in.q);
   fa_test::fill_randn(in.k);
   fa_test::fill_randn(in.v);
-  Tensor out = fa_test::make_contiguous(Device::CPU, DType::F32, {1, 5, 2, 8});
+  Tensor out = fa_test::make_contiguous(Device::CPU, out_dt, {1, 5, 2, D});
   fa_test::CallGuard guard({&in.q, &in.k, &in.v}, {&out});
   flashattn::ring::RingForwardArgs a;
   a.q = in.q.view();
@@ -360,31 +364,22 @@ TEST(RingArgs, TransportOnAnotherDeviceIsRefused) {
   a.v = in.v.view();
   a.out = out.view();
   a.seqlens_k = {5};
-  DeviceOnlyTransport t;
-  const Status st = flashattn::ring::ring_forward(a, t);
-  EXPECT_EQ(st.code, flashattn::ErrorCode::InvalidArgument) << st.message;
-  EXPECT_NE(st.message.find("transport: moves CUDA memory"), std::string::npos) << st.message;
+  const Status st = flashattn::ring::ring_forward(a, transport);
+  EXPECT_EQ(st.code, code) << st.message;
+  EXPECT_NE(st.message.find(needle), std::string::npos) << st.message;
   EXPECT_TRUE(guard.untouched());
 }
 
+TEST(RingArgs, TransportOnAnotherDeviceIsRefused) {
+  DeviceOnlyTransport t;
+  expect_refused(DType::F32, DType::F32, 8, t, flashattn::ErrorCode::InvalidArgument,
+                 "transport: moves CUDA memory");
+}
+
 TEST(RingArgs, Fp8InputsAreRefused) {
-  fa_test::QKV in = fa_test::make_qkv(Device::CPU, DType::F8E4M3, Layout::BSHD, 1, 5, 5, 2, 2, 128);
-  fa_test::fill_randn(in.q);
-  fa_test::fill_randn(in.k);
-  fa_test::fill_randn(in.v);
-  Tensor out = fa_test::make_contiguous(Device::CPU, DType::BF16, {1, 5, 2, 128});
-  fa_test::CallGuard guard({&in.q, &in.k, &in.v}, {&out});
-  flashattn::ring::RingForwardArgs a;
-  a.q = in.q.view();
-  a.k = in.k.view();
-  a.v = in.v.view();
-  a.out = out.view();
-  a.seqlens_k = {5};
   auto transports = flashattn::ring::make_local_ring(1, 5000);
-  const Status st = flashattn::ring::ring_forward(a, *transports[0]);
-  EXPECT_EQ(st.code, flashattn::ErrorCode::Unsupported) << st.message;
-  EXPECT_NE(st.message.find("float8_e4m3"), std::string::npos) << st.message;
-  EXPECT_TRUE(guard.untouched());
+  expect_refused(DType::F8E4M3, DType::BF16, 128, *transports[0], flashattn::ErrorCode::Unsupported,
+                 "float8_e4m3");
 }
 
 TEST(RingArgs, ErrorsNameTheArgumentAndWriteNothing) {
