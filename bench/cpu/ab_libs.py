@@ -9,28 +9,21 @@ keys, fp32 and bf16 (median of 15). Prints one line per (build, round).
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
-import time
 
 
 def child() -> None:
     import torch
 
     import flashattn
+    from torch_sdpa import timed  # same folder: the median / min / max timer
 
     torch.manual_seed(0)
     torch.set_grad_enabled(False)
 
     def med(f, n):
-        f()
-        r = []
-        for _ in range(n):
-            t = time.perf_counter()
-            f()
-            r.append(time.perf_counter() - t)
-        return statistics.median(r)
+        return timed(f, n)[0]
 
     B, H, S, D = 1, 8, 2048, 128
     q, k, v = (torch.randn(B, S, H, D) for _ in range(3))

@@ -13,29 +13,16 @@ point is the median of 15 timed calls after 3 warm-up calls, and the spread
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/cpu/bench_decode.py [out.csv]
 """
 import datetime
-import os
-import statistics
 import subprocess
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 import flashattn
+from torch_sdpa import timed  # same folder: the median / min / max timer
 
 HQ, HKV, D = 32, 4, 128
-
-
-def times_s(f, warmup=3, repeat=15):
-    for _ in range(warmup):
-        f()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return ts
 
 
 def main():
@@ -43,12 +30,12 @@ def main():
     nt = torch.get_num_threads()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     big = torch.ones(1 << 28, dtype=torch.float32)  # 1 GiB
-    rt = times_s(lambda: big.sum())
-    read_gbps = big.numel() * 4 / statistics.median(rt) / 1e9
+    r_med, r_min, r_max = timed(lambda: big.sum(), 15, warmup=3)
+    read_gbps = big.numel() * 4 / r_med / 1e9
     lines = [f"# cpu decode, threads={nt}, date={datetime.datetime.now(datetime.timezone.utc).isoformat()} commit={commit} "
              f"torch={torch.__version__}",
              f"# streaming read (torch.sum, 1 GiB fp32): median {read_gbps:.2f} GB/s "
-             f"(spread {big.numel() * 4 / max(rt) / 1e9:.2f} .. {big.numel() * 4 / min(rt) / 1e9:.2f})",
+             f"(spread {big.numel() * 4 / r_max / 1e9:.2f} .. {big.numel() * 4 / r_min / 1e9:.2f})",
              "impl,dtype,context,ms_median,ms_min,ms_max,kv_mbytes,gbps,frac_read"]
     print("\n".join(lines), flush=True)
     del big
@@ -63,11 +50,10 @@ def main():
             impls = (("flashattn", lambda: flashattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=ctx)),
                      ("torch_sdpa", lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)))
             for name, f in impls:
-                ts = times_s(f)
-                med = statistics.median(ts)
+                med, tmin, tmax = timed(f, 15, warmup=3)
                 gbps = kv_bytes / med / 1e9
-                line = (f"{name},{str(dtype).split('.')[-1]},{ctx},{med * 1e3:.3f},{min(ts) * 1e3:.3f},"
-                        f"{max(ts) * 1e3:.3f},{kv_bytes / 1e6:.1f},{gbps:.2f},{gbps / read_gbps:.2f}")
+                line = (f"{name},{str(dtype).split('.')[-1]},{ctx},{med * 1e3:.3f},{tmin * 1e3:.3f},"
+                        f"{tmax * 1e3:.3f},{kv_bytes / 1e6:.1f},{gbps:.2f},{gbps / read_gbps:.2f}")
                 print(line, flush=True)
                 lines.append(line)
     if out:

@@ -4,8 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cmath>
-#include <cstring>
 
 #include "common/host_convert.hpp"
 #include "flashattn/flashattn.hpp"
@@ -13,9 +11,7 @@
 namespace flashattn::ring::detail {
 
 using ::flashattn::detail::bf16_to_float;
-using ::flashattn::detail::bits_to_float;
 using ::flashattn::detail::f16_to_float;
-using ::flashattn::detail::float_bits;
 using ::flashattn::detail::float_to_bf16;
 using ::flashattn::detail::float_to_f16;
 
