@@ -1,8 +1,9 @@
 // KV-cache decoding (forward_kvcache) against the fp64 reference over each
 // sequence's old cache plus the appended tokens: contiguous and paged caches
 // (page sizes 16 / 48 / 256, pages shuffled), append then attend, GQA, causal
-// with Sq > 1, zero-length caches, and split-KV piece counts from 1 to many
-// (each merged result must pass the rule on its own). Also the C ABI.
+// with Sq > 1, zero-length caches, head dims 64 to 256, and split-KV piece
+// counts from 1 to the most allowed (each merged result must pass the rule on
+// its own). Also the C ABI.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -52,6 +53,14 @@ std::vector<KvCase> kv_cases() {
   v.push_back(kv(DType::F32, 2, 16, 2, 64, {3000}, 2, 3072, 48, true, 7));
   v.push_back(kv(DType::BF16, 2, 16, 2, 128, {3000}, 2, 3072, 48, true, 7));
   v.push_back(kv(DType::F16, 1, 32, 4, 128, {5000, 1, 64}, 1, 5120, 256, false));  // heuristic split
+  // Decode tiles at the other head dims (96 pads its shared rows; a 48-row
+  // page puts a tile boundary inside a page).
+  v.push_back(kv(DType::F16, 1, 8, 1, 256, {700, 33}, 1, 768, 48, false));
+  v.push_back(kv(DType::BF16, 1, 4, 2, 192, {513, 0, 64}, 0, 520, 0, false, 5));
+  v.push_back(kv(DType::BF16, 2, 8, 2, 96, {300}, 1, 320, 16, true));
+  // The most pieces a row may have (kMaxSplits = 128): every thread of the
+  // combine block holds a piece's LSE.
+  v.push_back(kv(DType::BF16, 1, 8, 1, 128, {8300, 9000}, 0, 9000, 0, false, 128));
   return v;
 }
 

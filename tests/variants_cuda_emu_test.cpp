@@ -85,7 +85,7 @@ void emu_forward(const fd::FwdParams& p) {
   emu::launch(grid, Cfg::NW * 32, [&] { s8::fwd_kernel<T, 64, Cfg, true>(args); });
   if (plan.nsplit > 1) {
     const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
-    emu::launch({unsigned((rows + s8::kCombineWarps - 1) / s8::kCombineWarps), 1, 1}, s8::kCombineWarps * 32,
+    emu::launch({s8::combine_blocks(rows), 1, 1}, s8::kCombineThreads,
                 [&] { s8::combine_kernel<T>(args); });
   }
 }

@@ -12,12 +12,14 @@ single calls (ms: host time before the launch included, the cost of one
 isolated call) and, as ms_stream, the event time of 20 calls queued back to
 back / 20 (median of 5 blocks: host and device overlap, so when the kernels
 take longer than the host path this is the device's time, the throughput of a
-decode loop).
+decode loop), and as kernel_ms the device time of the kernels one call
+launches (torch.profiler: flashattn's kernels, or every kernel of the SDPA
+call), which is the bandwidth the kernels reach without any host time.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_decode.py out.csv
 
 CSV: impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy,ms_stream,gbps_stream,
-frac_copy_stream (+ header lines with
+frac_copy_stream,kernel_ms,gbps_kernel,frac_copy_kernel,kernels (+ header lines with
 device, driver, date, commit, torch version).
 """
 import datetime
@@ -31,7 +33,7 @@ import torch.nn.functional as F
 import flashattn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import cuda_time_ms, median_ms  # noqa: E402  (bench/gpu/timing.py)
+from timing import cuda_time_ms, kernel_time, median_ms  # noqa: E402  (bench/gpu/timing.py)
 
 HQ, HKV, D = 64, 8, 128
 
@@ -54,7 +56,8 @@ def main():
     lines = [f"# device={dev} driver={drv} date={datetime.datetime.now(datetime.timezone.utc).isoformat()} commit={commit} "
              f"torch={torch.__version__} flashattn={flashattn.library_version()}",
              f"# copy_gbps={copy_gbps:.0f}",
-             "impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy,ms_stream,gbps_stream,frac_copy_stream"]
+             "impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy,ms_stream,gbps_stream,frac_copy_stream,"
+             "kernel_ms,gbps_kernel,frac_copy_kernel,kernels"]
     print("\n".join(lines), flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
     for batch in (1, 8, 64):
@@ -90,6 +93,7 @@ def main():
                 try:
                     ms = median_ms(f)
                     ms_stream = cuda_time_ms(f, iters=20)
+                    names, kms = kernel_time(f, only="flashattn::" if impl == "flashattn" else None)
                 except RuntimeError as e:  # e.g. out of memory in a fallback backend
                     print(f"# {impl} batch={batch} context={ctx}: {str(e).splitlines()[0]}", flush=True)
                     torch.cuda.empty_cache()
@@ -97,7 +101,13 @@ def main():
                 gbps = kv_bytes / (ms * 1e-3) / 1e9
                 gbps_s = kv_bytes / (ms_stream * 1e-3) / 1e9
                 line = (f"{impl},{batch},{ctx},{HQ},{HKV},{D},{ms:.4f},{kv_bytes / 1e9:.4f},{gbps:.0f},"
-                        f"{gbps / copy_gbps:.3f},{ms_stream:.4f},{gbps_s:.0f},{gbps_s / copy_gbps:.3f}")
+                        f"{gbps / copy_gbps:.3f},{ms_stream:.4f},{gbps_s:.0f},{gbps_s / copy_gbps:.3f},")
+                if kms:
+                    gbps_k = kv_bytes / (kms * 1e-3) / 1e9
+                    line += f"{kms:.4f},{gbps_k:.0f},{gbps_k / copy_gbps:.3f},"
+                else:
+                    line += ",,,"
+                line += names.replace(",", ";")
                 print(line, flush=True)
                 lines.append(line)
             print(f"# max|flashattn - sdpa| = {err:.3g} (batch {batch}, context {ctx})", flush=True)

@@ -39,44 +39,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 H, D = 16, 128
 ROUNDS = int(os.environ.get("FA_VARLEN_ROUNDS", "5"))
 
-
-def _kernels(fn, reps: int = 10):
-    """(names, ms): the flashattn CUDA kernels one call of fn launches, and their
-    device time per call (the kernels' own execution intervals summed over
-    `reps` calls / reps; torch.profiler). The events' time excludes the host
-    time a call's CUDA-event timing also holds, which matters for calls of
-    0.1-0.3 ms (ms is None when the profiler gives no intervals)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(reps):
-                fn()
-            torch.cuda.synchronize()
-        names, total_us = [], 0.0
-        for e in prof.events():
-            if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type):
-                n = e.name
-                if "flashattn::" not in n:
-                    continue  # torch's own kernels (autograd fills, copies)
-                try:
-                    total_us += e.time_range.elapsed_us()
-                except Exception:
-                    total_us = float("nan")
-                n = n.replace("flashattn::detail::cuda::", "").split("(")[0].replace("void ", "")
-                if n not in names:
-                    names.append(n)
-        ms = total_us / reps / 1e3 if total_us == total_us and total_us > 0 else None
-        return (" + ".join(names) if names else "?"), ms
-    except Exception as e:  # profiler unavailable: say so
-        return f"? ({type(e).__name__})", None
+sys.path.insert(0, HERE)
+from timing import kernel_time  # noqa: E402  (bench/gpu/timing.py)
 
 
 def child(mode: str) -> list:
     import torch
 
-    sys.path.insert(0, HERE)
     from timing import median_ms
 
     from flashattn import flash_attn_func, flash_attn_varlen_func
@@ -137,7 +106,7 @@ def child(mode: str) -> list:
                                kernel_ms="", kernel_ratio="", kernels=err)
                     if not err:
                         ms = statistics.median(times[layout])
-                        names, kms = _kernels(calls[layout][1][pname])
+                        names, kms = kernel_time(calls[layout][1][pname])
                         kern_ms[layout] = kms
                         row.update(ms=f"{ms:.4f}", tflops=f"{fl / (ms * 1e-3) / 1e12:.1f}", kernels=names,
                                    kernel_ms="" if kms is None else f"{kms:.4f}")

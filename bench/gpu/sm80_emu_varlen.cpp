@@ -89,7 +89,7 @@ void run(const fd::FwdParams& p) {
     emu::launch(grid, Cfg::NW * 32, [&] { s8::fwd_kernel<T, D>(args); });
   if (plan.nsplit > 1) {
     const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
-    emu::launch({unsigned((rows + s8::kCombineWarps - 1) / s8::kCombineWarps), 1, 1}, s8::kCombineWarps * 32,
+    emu::launch({s8::combine_blocks(rows), 1, 1}, s8::kCombineThreads,
                 [&] { s8::combine_kernel<T>(args); });
   }
 }
@@ -165,7 +165,11 @@ bool run_case(const VCase& c, std::mt19937& rng) {
   std::vector<float> lse(size_t(total_q) * c.Hq, std::nanf(""));
   p.q = pq.data(), p.k = pk.data(), p.v = pv.data(), p.out = po.data(), p.lse = lse.data();
   if (!c.varlen && c.s_new) p.k_new = pkn.data(), p.v_new = pvn.data();
-  if (c.dt == fa::DType::BF16) run<__nv_bfloat16, 128>(p); else run<__half, 128>(p);
+  if (c.D == 256) {
+    if (c.dt == fa::DType::BF16) run<__nv_bfloat16, 256>(p); else run<__half, 256>(p);
+  } else {
+    if (c.dt == fa::DType::BF16) run<__nv_bfloat16, 128>(p); else run<__half, 128>(p);
+  }
 
   bool ok = true;
   for (int b = 0; b < B; ++b) {
@@ -223,6 +227,11 @@ int main(int argc, char** argv) {
       {"kvcache paged 48 pack8 split4 append", hf, {1}, {100, 7}, false, 8, 1, 128, false, 1, 160, 48, 4},
       {"kvcache paged 16 causal sq3 append", bf, {3}, {40, 0}, false, 4, 2, 128, true, 2, 64, 16, 0},
       {"kvcache contiguous heuristic split", hf, {1}, {300}, false, 8, 2, 128, false, 0, 320, 0, 0},
+      // Decode tiles over many key tiles in one slice, and at head dim 256.
+      {"kvcache decode 8 tiles no split", bf, {1}, {470, 200}, false, 4, 1, 128, false, 0, 480, 0, 1},
+      {"kvcache decode d256 paged split 3", hf, {1}, {300, 161}, false, 2, 1, 256, false, 1, 320, 32, 3},
+      // Seven pieces: the combine block's four warps take two, two, two and one.
+      {"kvcache decode split 7", bf, {2}, {700, 650}, false, 8, 2, 128, true, 0, 704, 0, 7},
   };
   std::mt19937 rng(7);
   int run = 0, passed = 0;

@@ -34,6 +34,10 @@ struct FwdDecodeCfg {
   static constexpr size_t smem() { return tile_bytes(BM, D) + 2 * tile_bytes(BN, D); }
 };
 
+// The most split pieces one row may have (the combine kernel's weights for
+// them fit one block: combine_kernel.cuh).
+constexpr int kMaxSplits = 128;
+
 struct FwdPlan {
   bool decode = false;  // FwdDecodeCfg tiles
   int pack = 1, nsplit = 1;
@@ -76,7 +80,7 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
     ns = (want + blocks - 1) / blocks;
     ns = std::min(ns, (tiles + 1) / 2);
   }
-  ns = std::min<int64_t>({ns, std::max<int64_t>(tiles, 1), 128, 65535 / std::max<int64_t>(p.batch, 1)});
+  ns = std::min<int64_t>({ns, std::max<int64_t>(tiles, 1), kMaxSplits, 65535 / std::max<int64_t>(p.batch, 1)});
   f.nsplit = static_cast<int>(std::max<int64_t>(ns, 1));
   if (f.nsplit > 1) {
     const size_t rows = size_t(f.nsplit) * p.batch * p.heads_q * p.seqlen_q;

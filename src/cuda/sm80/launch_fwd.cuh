@@ -82,8 +82,7 @@ Status run_fwd(const FwdParams& p, void* workspace) {
   FA_CUDA_TRY(cudaGetLastError());
   if (plan.nsplit > 1) {
     const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
-    combine_kernel<T><<<static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps), kCombineWarps * 32, 0,
-                        stream>>>(args);
+    combine_kernel<T><<<combine_blocks(rows), kCombineThreads, kCombineSmem, stream>>>(args);
     FA_CUDA_TRY(cudaGetLastError());
   }
   return Status::Ok();
