@@ -4,8 +4,9 @@ and round, alternated so that every build sees the same host load:
   OMP_NUM_THREADS=2 PYTHONPATH=python python3 bench/cpu/ab_libs.py --rounds 3 OLD.so NEW.so
 
 Shapes: flash_attn_func fp32 B=1 H=8 S=2048 D=128, causal and not (median of 5
-calls); flash_attn_with_kvcache decode, one query token, 32 / 4 heads, 64k
-keys, fp32 and bf16 (median of 15). Prints one line per (build, round).
+calls); flash_attn_with_kvcache decode, one query token, 32 / 4 heads, 1k
+and 64k keys, fp32 and bf16 (median of 60 / 15). Prints one line per (build,
+round).
 """
 import argparse
 import os
@@ -31,16 +32,17 @@ def child() -> None:
     for causal in (False, True):
         t = med(lambda: flashattn.flash_attn_func(q, k, v, causal=causal), 5)
         fwd.append(4 * B * H * S * S * D / (2 if causal else 1) / t / 1e9)
-    HQ, HKV, SK = 32, 4, 65536
+    HQ, HKV = 32, 4
     dec = []
-    for dt in (torch.float32, torch.bfloat16):
-        qd = torch.randn(1, 1, HQ, D, dtype=dt)
-        kc, vc = (torch.randn(1, SK, HKV, D, dtype=dt) for _ in range(2))
-        lens = torch.tensor([SK], dtype=torch.int32)
-        t = med(lambda: flashattn.flash_attn_with_kvcache(qd, kc, vc, cache_seqlens=lens), 15)
-        dec.append(2 * SK * HKV * D * kc.element_size() / t / 1e9)
-    print(f"fwd fp32 d128 2k GFLOP/s nc {fwd[0]:.0f} c {fwd[1]:.0f} | "
-          f"decode 64k GB/s fp32 {dec[0]:.2f} bf16 {dec[1]:.2f}", flush=True)
+    for SK, n in ((1024, 60), (65536, 15)):
+        for dt in (torch.float32, torch.bfloat16):
+            qd = torch.randn(1, 1, HQ, D, dtype=dt)
+            kc, vc = (torch.randn(1, SK, HKV, D, dtype=dt) for _ in range(2))
+            lens = torch.tensor([SK], dtype=torch.int32)
+            t = med(lambda: flashattn.flash_attn_with_kvcache(qd, kc, vc, cache_seqlens=lens), n)
+            dec.append(2 * SK * HKV * D * kc.element_size() / t / 1e9)
+    print(f"fwd fp32 d128 2k GFLOP/s nc {fwd[0]:.0f} c {fwd[1]:.0f} | decode GB/s 1k fp32 {dec[0]:.2f} "
+          f"bf16 {dec[1]:.2f}, 64k fp32 {dec[2]:.2f} bf16 {dec[3]:.2f}", flush=True)
 
 
 def main() -> None:

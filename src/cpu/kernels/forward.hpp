@@ -122,14 +122,14 @@ inline bool has_nonfinite(const float* x, int64_t n) {
 // into rows that cannot see the key. Skipping P == 0 terms keeps a
 // non-finite V value to the rows that see it (README, Reliability). Rare path.
 inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* pt, const float* vb,
-                              float* o, const float* al) {
+                              int64_t ldv, float* o, const float* al) {
   for (int64_t i = 0; i < nq; ++i) {
     float* oi = o + i * dp;
     for (int64_t k = 0; k < dp; ++k) oi[k] *= al[i];
     for (int64_t j = 0; j < nk; ++j) {
       const float pij = pt[j * FBR + i];
       if (pij == 0.0f) continue;
-      const float* vj = vb + j * dp;
+      const float* vj = vb + j * ldv;
       for (int64_t k = 0; k < dp; ++k) oi[k] += pij * vj[k];
     }
   }
@@ -138,17 +138,18 @@ inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* p
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
 // below c_end, for ncol query columns of (scale Q)^T already in qt; column i
 // sees keys [lo[i], hi[i]) (absolute). Leaves unnormalised O, m and l in the
-// thread's buffers. full_lo / full_hi: a tile inside [full_lo, full_hi) needs
+// thread's buffers; fresh = false continues from the O, m and l a previous
+// call left there (the decode path walks its key slice one tile per call). full_lo / full_hi: a tile inside [full_lo, full_hi) needs
 // no per-element mask (the largest lo and the smallest hi). qscale: the
 // factor already in qt (the AMX path applies it to the scores instead).
 template <class KV>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
-            const KV& V, float qscale, float cap, const Variants* var = nullptr) {
+            const KV& V, float qscale, float cap, const Variants* var = nullptr, bool fresh = true) {
 #if FA_AMX
   if constexpr (std::is_same_v<row_type_t<KV>, bf16_t>) {
     return attend_amx(L, ws, d, nq, ncol, seqlen_k, c_begin, c_end, full_lo, full_hi, K, V, qscale,
-                      cap, var);
+                      cap, var, fresh);
   }
 #endif
   (void)qscale;
@@ -159,24 +160,45 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al;
   const int32_t* lo = reinterpret_cast<const int32_t*>(ws + L.lohi);
   const int32_t* hi = lo + FBR;
-  for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
-  std::memset(o, 0, sizeof(float) * size_t(nq * dp));
+  if (fresh) {
+    for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
+    std::memset(o, 0, sizeof(float) * size_t(nq * dp));
+  }
 
+  // Decode-sized tiles (one column block, so the S GEMM reads each K value
+  // once) of fp32 rows at a fixed stride, head_dim a whole number of
+  // vectors: the GEMMs read K and V where they are (the tile copies were a
+  // fifth of the decode path's time, bench/NOTES.md). Else the rows are
+  // converted / gathered / zero-padded into the tile buffers, which the
+  // GEMMs of a wide query tile re-read from L1.
+  constexpr bool kStrided32 = std::is_same_v<KV, Rows<const float>>;
+  const bool in_place = kStrided32 && d == dp && ncol <= NR;
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
-    for (int64_t j = 0; j < nk; ++j) {
-      load_row(K.row(c0 + j), kb + j * d, d, 1.0f);
-      load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
-      for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
+    const float *kt = kb, *vt = vb;
+    int64_t ldk = d, ldv = dp;
+    bool vbad = false;
+    if constexpr (kStrided32) {
+      if (in_place) {
+        kt = K.row(c0), vt = V.row(c0), ldk = K.seq_stride, ldv = V.seq_stride;
+        for (int64_t j = 0; j < nk && !vbad; ++j) vbad = has_nonfinite(vt + j * ldv, d);
+      }
     }
-    const bool vbad = has_nonfinite(vb, nk * dp);
+    if (!in_place) {
+      for (int64_t j = 0; j < nk; ++j) {
+        load_row(K.row(c0 + j), kb + j * d, d, 1.0f);
+        load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
+        for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
+      }
+      vbad = has_nonfinite(vb, nk * dp);
+    }
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
     // The next tile's K/V rows are prefetched a slice per column chunk of the
     // softmax below: spread out, the misses overlap the exp work instead of
     // filling the line-fill buffers in one burst.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
-    gemm<false>(nk, ncol, d, kb, d, 1, qt, FBR, s, FBR);
+    gemm<false>(nk, ncol, d, kt, ldk, 1, qt, FBR, s, FBR);
     if (partial) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
@@ -236,9 +258,9 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     }
     // O = diag(alpha) O + P V, with P read as (P^T)^T.
     if ((partial || dropout) && vbad) {
-      pv_skipping_zeros(nq, dp, nk, s, vb, o, al);
+      pv_skipping_zeros(nq, dp, nk, s, vt, ldv, o, al);
     } else {
-      gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, dp, o, dp, al);
+      gemm<true, true>(nq, dp, nk, s, 1, FBR, vt, ldv, o, dp, al);
     }
   }
 }
@@ -400,14 +422,30 @@ void forward_seq(const FwdParams& p, float* ws, int nthreads) {
 // (b, h, i) bookkeeping lives there), KV-cache decode included.
 inline bool use_decode(const FwdParams& p) { return p.seqlen_q * p.group() <= FBR && !p.has_variants(); }
 
+// Decode tasks run up to kDecodeHeads KV heads together (decode_task), except
+// bf16 on AMX tiles, which runs one head per task: there the grouping
+// measured 15-30 % slower (bench/NOTES.md; its tile copies into VNNI form
+// differ from the fp32 path's in-place reads).
+constexpr int64_t kDecodeHeads = 8;
+inline int64_t decode_group_heads(const FwdParams& p) {
+#if FA_AMX
+  if (p.dtype == DType::BF16) return 1;
+#endif
+  return std::min(p.heads_kv, kDecodeHeads);
+}
+inline int64_t decode_head_groups(const FwdParams& p) {
+  const int64_t gh = decode_group_heads(p);
+  return gh > 0 ? (p.heads_kv + gh - 1) / gh : 0;
+}
+
 // Key-range pieces per (sequence, kv head). Splitting pays when the
-// (sequence, kv head) units are too few to occupy the threads. The count
-// depends on the problem only, never on the thread count, so results are the
-// same bits for any OMP_NUM_THREADS (tests/determinism_test.cpp): below 16
-// units, pieces of >= 8 key tiles (512 keys, so loading Q^T and the merge
-// stay small beside them), at most 16 of them.
+// (sequence, head group) units of the decode tasks below are too few to
+// occupy the threads. The count depends on the problem only, never on the
+// thread count, so results are the same bits for any OMP_NUM_THREADS
+// (tests/determinism_test.cpp): below 16 units, pieces of >= 8 key tiles
+// (512 keys, so loading Q^T and the merge stay small beside them), at most 16.
 inline int64_t decode_splits(const FwdParams& p) {
-  const int64_t units = p.batch * p.heads_kv, tiles = (p.seqlen_k + FBC - 1) / FBC;
+  const int64_t units = p.batch * decode_head_groups(p), tiles = (p.seqlen_k + FBC - 1) / FBC;
   if (units == 0 || tiles <= 1) return 1;
   int64_t ns = p.num_splits;
   if (ns == 0) ns = units >= 16 ? 1 : std::min<int64_t>(16, (tiles + 7) / 8);
@@ -427,14 +465,27 @@ inline size_t decode_extra_floats(const FwdParams& p) {
   return ns > 1 ? size_t(p.batch * p.heads_kv * ns) * partial_floats(p) : 0;
 }
 
-template <class T, bool PAGED>
-void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk, int64_t split,
-                 int64_t nsplit, float* part) {
+// One decode task: KV heads [hk0, hk0 + nh) of sequence sp, key slice `split`
+// of nsplit. It runs every head on a tile before moving to the next: a
+// [batch, seq, heads, d] cache holds one head's row as d values every
+// heads * d, and reading them head by head left most of each fetched page to
+// a later pass (one core, a plain read: 8.4 GB/s head by head against 15.2
+// GB/s tile by tile over the heads; bench/NOTES.md). Head j keeps its state
+// (Q^T, O, m, l) in ws + j * L.per_thread, so the arithmetic per head is
+// unchanged; when split, it writes its piece to part(hk).
+template <class T, bool PAGED, class Part>
+void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0, int64_t nh,
+                 int64_t split, int64_t nsplit, Part part) {
   const int64_t g = sp.group(), sq = sp.seqlen_q, nq = sq * g, ncol = round_up(nq, VW);
   if (nq == 0) return;
   const WindowMask mask(sp);
-  auto col = [&](int64_t c, int64_t* h, int64_t* i) { *h = hk * g + c / sq; *i = c % sq; };
-  const ColumnBounds cb = load_columns<T>(sp, L, ws, mask, 0, nq, ncol, qscale_of(sp), col);
+  auto slice = [&](int64_t j) { return ws + size_t(j) * L.per_thread; };
+  ColumnBounds cb{};
+  for (int64_t j = 0; j < nh; ++j) {  // every head of the group sees the same keys
+    const int64_t hk = hk0 + j;
+    cb = load_columns<T>(sp, L, slice(j), mask, 0, nq, ncol, qscale_of(sp),
+                         [&](int64_t c, int64_t* h, int64_t* i) { *h = hk * g + c / sq; *i = c % sq; });
+  }
   const KeyRange kr = cb.keys;
   int64_t c_begin = 0, c_end = 0;
   if (!kr.empty()) {
@@ -442,24 +493,47 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk,
     c_begin = (t0 + nt * split / nsplit) * FBC;
     c_end = std::min(kr.end, (t0 + nt * (split + 1) / nsplit) * FBC);
   }
-  attend(L, ws, sp.head_dim, nq, ncol, sp.seqlen_k, c_begin, c_end, cb.full_lo, cb.full_hi,
-         kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk), kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk),
-         qscale_of(sp), sp.softcap);
-  if (part == nullptr) {
-    for (int64_t c = 0; c < nq; ++c) {
-      int64_t h, i;
-      col(c, &h, &i);
-      store_column<T>(sp, L, ws, c, 0, h, i);
+  // The group's part of a K/V row is one run of memory; the next tile's runs
+  // are prefetched a share per head, spread over the tile's work.
+  const auto k0 = kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0);
+  const auto kl = kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0 + nh - 1);
+  const auto v0 = kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk0);
+  const auto vl = kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk0 + nh - 1);
+  auto prefetch_run = [&](const auto& first, const auto& last, int64_t r) {
+    const char* a = reinterpret_cast<const char*>(first.row(r));
+    const char* e = reinterpret_cast<const char*>(last.row(r) + sp.head_dim);
+    for (; a < e; a += 64) __builtin_prefetch(a, 0, 3);
+  };
+  // One head alone (bf16 on AMX) takes its whole slice in one call, which
+  // prefetches its next tile itself.
+  const int64_t step = nh > 1 ? FBC : std::max<int64_t>(c_end - c_begin, 1);
+  for (int64_t c0 = c_begin; c0 < std::max(c_end, c_begin + 1); c0 += step) {
+    for (int64_t j = 0; j < nh; ++j) {  // an empty slice still initialises O, m, l
+      const int64_t n1 = nh > 1 ? std::min(c_end, c0 + 2 * FBC) - (c0 + FBC) : 0;
+      for (int64_t r = c0 + FBC + n1 * j / nh; r < c0 + FBC + n1 * (j + 1) / nh; ++r) {
+        prefetch_run(k0, kl, r);
+        prefetch_run(v0, vl, r);
+      }
+      attend(L, slice(j), sp.head_dim, nq, ncol, sp.seqlen_k, c0, std::min(c0 + step, c_end), cb.full_lo,
+             cb.full_hi, kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0 + j),
+             kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk0 + j), qscale_of(sp), sp.softcap, nullptr,
+             c0 == c_begin);
     }
-    return;
   }
   const int64_t dp = L.dpad;
-  float* po = part;
-  float* plse = part + ncol * dp;
-  for (int64_t c = 0; c < nq; ++c) {
-    const float li = ws[L.l + c], inv = li > 0.0f ? 1.0f / li : 0.0f;
-    for (int64_t k = 0; k < dp; ++k) po[c * dp + k] = ws[L.o + c * dp + k] * inv;
-    plse[c] = li != 0.0f ? ws[L.m + c] + std::log(li) : kNegInf;
+  for (int64_t j = 0; j < nh; ++j) {
+    const float* w = slice(j);
+    float* po = part(hk0 + j);
+    if (po == nullptr) {
+      for (int64_t c = 0; c < nq; ++c) store_column<T>(sp, L, w, c, 0, (hk0 + j) * g + c / sq, c % sq);
+      continue;
+    }
+    float* plse = po + ncol * dp;
+    for (int64_t c = 0; c < nq; ++c) {
+      const float li = w[L.l + c], inv = li > 0.0f ? 1.0f / li : 0.0f;
+      for (int64_t k = 0; k < dp; ++k) po[c * dp + k] = w[L.o + c * dp + k] * inv;
+      plse[c] = li != 0.0f ? w[L.m + c] + std::log(li) : kNegInf;
+    }
   }
 }
 
@@ -491,20 +565,31 @@ void decode_merge(const FwdParams& sp, const FwdLayout& L, float* tmp, int64_t h
   }
 }
 
+// Per-thread floats of the decode path: one workspace slice per head of a task.
+inline size_t decode_thread_floats(const FwdParams& p) {
+  return size_t(decode_group_heads(p)) * fwd_layout(p.head_dim).per_thread;
+}
+
 template <class T, bool PAGED>
 void decode(const FwdParams& p, float* ws, int nthreads) {
   const FwdLayout L = fwd_layout(p.head_dim);
-  const int64_t ns = decode_splits(p), units = p.batch * p.heads_kv, ntasks = units * ns;
-  float* parts = ns > 1 ? ws + size_t(nthreads) * L.per_thread : nullptr;
+  const int64_t ns = decode_splits(p), units = p.batch * p.heads_kv;
+  const int64_t groups = decode_head_groups(p), gh = decode_group_heads(p);
+  const int64_t ntasks = p.batch * groups * ns;
+  const size_t per_thread = decode_thread_floats(p);
+  // Pieces by (sequence, kv head, split), as decode_merge reads them.
+  float* parts = ns > 1 ? ws + size_t(nthreads) * per_thread : nullptr;
   const size_t pstride = partial_floats(p);
 #pragma omp parallel num_threads(nthreads)
   {
-    float* w = ws + size_t(omp_get_thread_num()) * L.per_thread;
+    float* w = ws + size_t(omp_get_thread_num()) * per_thread;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < ntasks; ++t) {
-      const int64_t u = t / ns, b = u / p.heads_kv;
+      const int64_t split = t % ns, bg = t / ns, b = bg / groups, hk0 = bg % groups * gh;
       const FwdParams sp = sequence_params(p, b, seq_lens(p, b));
-      decode_task<T, PAGED>(sp, L, w, u % p.heads_kv, t % ns, ns, parts ? parts + size_t(t) * pstride : nullptr);
+      decode_task<T, PAGED>(sp, L, w, hk0, std::min(gh, p.heads_kv - hk0), split, ns, [&](int64_t hk) {
+        return parts ? parts + size_t((b * p.heads_kv + hk) * ns + split) * pstride : nullptr;
+      });
     }
     if (parts) {
 #pragma omp for schedule(dynamic, 1)
@@ -531,14 +616,14 @@ void forward_t(const FwdParams& p, float* ws, int nthreads) {
 
 inline int64_t forward_tasks(const FwdParams& p) {
   if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0) return 0;
-  if (use_decode(p)) return p.batch * p.heads_kv * decode_splits(p);
+  if (use_decode(p)) return p.batch * decode_head_groups(p) * decode_splits(p);
   if (p.per_sequence()) return tile_prefix(p).back();
   return p.batch * p.heads_q * ((p.seqlen_q + FBR - 1) / FBR);
 }
 
 inline size_t forward_workspace_floats(const FwdParams& p, int nthreads) {
-  return size_t(nthreads) * fwd_layout(p.head_dim).per_thread +
-         (use_decode(p) ? decode_extra_floats(p) : 0);
+  if (use_decode(p)) return size_t(nthreads) * decode_thread_floats(p) + decode_extra_floats(p);
+  return size_t(nthreads) * fwd_layout(p.head_dim).per_thread;
 }
 
 inline void forward(const FwdParams& p, float* ws, int nthreads) {

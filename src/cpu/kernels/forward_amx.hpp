@@ -52,7 +52,7 @@ inline void store_p_pair(uint16_t* pv, int64_t j, int64_t c, vf p0, vf p1) {
 template <class KV>
 void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol,
                 int64_t seqlen_k, int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi,
-                const KV& K, const KV& V, float qscale, float cap, const Variants* var) {
+                const KV& K, const KV& V, float qscale, float cap, const Variants* var, bool fresh) {
   const int64_t dp = L.dpad, dq32 = round_up(d, 32);
   const bool capped = cap > 0.0f;
   const bool alibi = var && var->alibi, dropout = var && var->dropout;
@@ -67,8 +67,10 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
   uint16_t* pv = reinterpret_cast<uint16_t*>(ws + L.pv);
   const int32_t* lo = reinterpret_cast<const int32_t*>(ws + L.lohi);
   const int32_t* hi = lo + FBR;
-  for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
-  std::memset(ot, 0, sizeof(float) * size_t(round_up(ncol, QB) * dp));
+  if (fresh) {  // else continue from the O^T, m and l of the previous call
+    for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
+    std::memset(ot, 0, sizeof(float) * size_t(round_up(ncol, QB) * dp));
+  }
   auto krow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(K.row(j)); };
   const int64_t nblk = (ncol + QB - 1) / QB;
   configure_tiles();
