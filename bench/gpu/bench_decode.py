@@ -12,9 +12,10 @@ single calls (ms: host time before the launch included, the cost of one
 isolated call) and, as ms_stream, the event time of 20 calls queued back to
 back / 20 (median of 5 blocks: host and device overlap, so when the kernels
 take longer than the host path this is the device's time, the throughput of a
-decode loop), and as kernel_ms the device time of the kernels one call
-launches (torch.profiler: flashattn's kernels, or every kernel of the SDPA
-call), which is the bandwidth the kernels reach without any host time.
+decode loop), and as kernel_ms the device time of one call: the span from
+its first kernel's start to its last kernel's end (torch.profiler, median of
+20 calls; flashattn's kernels, or every kernel of the SDPA call), which is
+what a decode loop replayed from a CUDA graph pays, without host time.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_decode.py out.csv
 
@@ -93,7 +94,7 @@ def main():
                 try:
                     ms = median_ms(f)
                     ms_stream = cuda_time_ms(f, iters=20)
-                    names, kms = kernel_time(f, only="flashattn::" if impl == "flashattn" else None)
+                    names, kms = kernel_time(f, only="flashattn::" if impl == "flashattn" else None, span=True)
                 except RuntimeError as e:  # e.g. out of memory in a fallback backend
                     print(f"# {impl} batch={batch} context={ctx}: {str(e).splitlines()[0]}", flush=True)
                     torch.cuda.empty_cache()

@@ -76,15 +76,19 @@ def wall_time_us(f, iters=1000, warmup=20, blocks=5, sync=None):
     return per[len(per) // 2]
 
 
-def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::"):
+def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::", span: bool = False):
     """(names, ms): the CUDA kernels one call of fn launches whose name holds
-    `only` (None: every kernel), and their device time per call: for each
-    kernel, the median of its execution intervals over `reps` calls times its
-    launches per call, summed (torch.profiler). The median keeps one slow
-    first interval (the profiler starting up) out of the figure; the time
-    excludes the host time a call's CUDA-event timing also holds, which
-    matters for calls under ~0.3 ms. ms is None when the profiler gives no
-    intervals."""
+    `only` (None: every kernel), and their device time per call
+    (torch.profiler, `reps` calls), without the host time a call's CUDA-event
+    timing also holds (which matters for calls under ~0.3 ms). By default the
+    sum over kernels of each kernel's median interval times its launches per
+    call (the median keeps a slow first interval, the profiler starting up,
+    out). span=True: the median over calls of the span from the call's first
+    kernel start to its last kernel end, gaps included -- right when kernels
+    of one call overlap (programmatic dependent launch starts the next grid
+    before the last one ends, and a sum would count the overlap twice), but
+    it also counts any gap in which the GPU waits for the host. ms is None
+    when the profiler gives no intervals."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -94,6 +98,7 @@ def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::"):
                 fn()
             torch.cuda.synchronize()
         per = {}  # short name -> intervals (us), in first-launch order
+        spans = []  # (start, end) us of every matching kernel
         for e in prof.events():
             if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type):
                 n = e.name
@@ -101,11 +106,19 @@ def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::"):
                     continue  # e.g. torch's own kernels (autograd fills, copies)
                 n = n.replace("flashattn::detail::cuda::", "").split("(")[0].replace("void ", "")
                 per.setdefault(n, []).append(e.time_range.elapsed_us())
+                spans.append((e.time_range.start, e.time_range.end))
+        names = " + ".join(per) if per else "?"
+        if span:
+            k = len(spans) // reps
+            if k == 0 or len(spans) % reps:
+                return names, None
+            spans.sort()
+            calls = sorted(max(e for _, e in spans[i:i + k]) - spans[i][0] for i in range(0, len(spans), k))
+            return names, calls[len(calls) // 2] / 1e3
         total_us = 0.0
         for ts in per.values():
             ts = sorted(ts)
             total_us += ts[len(ts) // 2] * len(ts) / reps
-        ms = total_us / 1e3 if total_us > 0 else None
-        return (" + ".join(per) if per else "?"), ms
+        return names, (total_us / 1e3 if total_us > 0 else None)
     except Exception as e:  # profiler unavailable: say so
         return f"? ({type(e).__name__})", None

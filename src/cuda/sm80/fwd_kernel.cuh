@@ -125,6 +125,12 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   mask.offset = len_k - len_q;
   mask.seqlen_k = len_k;
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Split pieces: let the combine grid (launched with programmatic dependent
+  // launch) be scheduled into the SMs this grid leaves free; it waits for
+  // this grid's completion before it reads anything.
+  if (a.nsplit > 1) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   const int r0 = m_block * BM;
   const int rows_total = len_q * pack;
   if (r0 >= rows_total) return;

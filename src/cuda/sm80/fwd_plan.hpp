@@ -45,6 +45,17 @@ struct FwdPlan {
   size_t o_accum_bytes = 0, workspace_bytes = 0;
 };
 
+// Compute capability major of `device` (0 when it cannot be read).
+inline int device_major(int device) {
+  cudaError_t e = cudaSuccess;
+  const DeviceInfo* info = device_info(device, &e);  // cached per device
+  if (info == nullptr) {
+    cudaGetLastError();
+    return 0;
+  }
+  return info->major;
+}
+
 inline int sm_count(int device) {
   cudaError_t e = cudaSuccess;
   const DeviceInfo* info = device_info(device, &e);  // cached per device

@@ -82,7 +82,21 @@ Status run_fwd(const FwdParams& p, void* workspace) {
   FA_CUDA_TRY(cudaGetLastError());
   if (plan.nsplit > 1) {
     const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
-    combine_kernel<T><<<combine_blocks(rows), kCombineThreads, kCombineSmem, stream>>>(args);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(combine_blocks(rows));
+    cfg.blockDim = dim3(kCombineThreads);
+    cfg.dynamicSmemBytes = kCombineSmem;
+    cfg.stream = stream;
+    // sm_90+: programmatic dependent launch (combine_kernel.cuh waits for the
+    // attention grid with griddepcontrol.wait before it reads a partial).
+    cudaLaunchAttribute pdl[1];
+    pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl[0].val.programmaticStreamSerializationAllowed = 1;
+    if (device_major(p.device_index) >= 9) {
+      cfg.attrs = pdl;
+      cfg.numAttrs = 1;
+    }
+    FA_CUDA_TRY(cudaLaunchKernelEx(&cfg, &combine_kernel<T>, args));
     FA_CUDA_TRY(cudaGetLastError());
   }
   return Status::Ok();
