@@ -54,11 +54,13 @@ def _bad(name: str, t) -> Exception:
 
 
 def _device(t: Tensor):
-    dev = t.device
-    if dev.type == "cpu":
+    # is_cpu / is_cuda / get_device() instead of t.device, which builds a
+    # torch.device object per call (a few microseconds per tensor on the
+    # decode hot path, bench/NOTES.md).
+    if t.is_cpu:
         return _capi.FA_CPU, 0
-    if dev.type == "cuda":
-        return _capi.FA_CUDA, dev.index if dev.index is not None else torch.cuda.current_device()
+    if t.is_cuda:
+        return _capi.FA_CUDA, t.get_device()
     return None, None
 
 

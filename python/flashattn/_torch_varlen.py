@@ -21,9 +21,16 @@ from . import _capi
 from ._torch_ops import _DTYPES, _device, _fast_path_ok, _raw_stream, no_gradient_outputs
 
 
-def _checked(name: str, t: Tensor, ndim: int, index: bool) -> Tuple[Tensor, int, int, int]:
-    """(tensor used, dtype code, device, device index) after _tvals' checks.
-    Last dim made contiguous if it is not."""
+_PAD = (0, 0, 0, 0)
+
+
+def _tvals(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, tuple]:
+    """(tensor used, its 13 packed fa_tensor values: _capi.TENSOR_FORMAT)
+    after the checks: a torch.Tensor of `ndim` dimensions on a supported
+    device, int32 (made contiguous) when `index`, else float32 / float16 /
+    bfloat16 with its last dimension made contiguous if it is not. Hot path
+    (decode): shape and strides read once, no ctypes structure filled field
+    by field."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
     if index:
@@ -36,26 +43,19 @@ def _checked(name: str, t: Tensor, ndim: int, index: bool) -> Tuple[Tensor, int,
         if code is None:
             raise _capi.InvalidArgumentError(
                 f"{name}: dtype {t.dtype} is not supported; expected float32, float16 or bfloat16")
-        if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
-            t = t.contiguous()
-    if t.dim() != ndim:
+    shape = t.shape
+    if len(shape) != ndim:
         raise _capi.InvalidArgumentError(
-            f"{name}: expected {ndim} dimensions, got shape {tuple(t.shape)}")
+            f"{name}: expected {ndim} dimensions, got shape {tuple(shape)}")
+    stride = t.stride()
+    if not index and ndim and shape[-1] > 1 and stride[-1] != 1:
+        t = t.contiguous()
+        stride = t.stride()
     dev, idx = _device(t)
     if dev is None:
         raise _capi.InvalidArgumentError(f"{name}: device {t.device} is not supported")
-    return t, code, dev, idx
-
-
-_PAD = (0, 0, 0, 0)
-
-
-def _tvals(name: str, t: Tensor, ndim: int, index: bool = False) -> Tuple[Tensor, tuple]:
-    """(tensor used, its 13 packed fa_tensor values: _capi.TENSOR_FORMAT) after
-    _checked's checks (hot path: no ctypes structure filled field by field)."""
-    t, code, dev, idx = _checked(name, t, ndim, index)
     pad = _PAD[ndim:]
-    return t, (t.data_ptr(), code, dev, idx, ndim, *t.shape, *pad, *t.stride(), *pad)
+    return t, (t.data_ptr(), code, dev, idx, ndim, *shape, *pad, *stride, *pad)
 
 
 # ---- varlen ------------------------------------------------------------------------
