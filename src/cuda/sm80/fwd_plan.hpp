@@ -45,25 +45,23 @@ struct FwdPlan {
   size_t o_accum_bytes = 0, workspace_bytes = 0;
 };
 
-// Compute capability major of `device` (0 when it cannot be read).
-inline int device_major(int device) {
+// The cached properties of `device`, all zero when they cannot be read (the
+// error is cleared: callers fall back to safe defaults).
+inline DeviceInfo device_info_or_zero(int device) {
   cudaError_t e = cudaSuccess;
   const DeviceInfo* info = device_info(device, &e);  // cached per device
   if (info == nullptr) {
     cudaGetLastError();
-    return 0;
+    return DeviceInfo{};
   }
-  return info->major;
+  return *info;
 }
 
+inline int device_major(int device) { return device_info_or_zero(device).major; }
+
 inline int sm_count(int device) {
-  cudaError_t e = cudaSuccess;
-  const DeviceInfo* info = device_info(device, &e);  // cached per device
-  if (info == nullptr) {
-    cudaGetLastError();
-    return 1;
-  }
-  return info->sm_count > 0 ? info->sm_count : 1;
+  const int n = device_info_or_zero(device).sm_count;
+  return n > 0 ? n : 1;
 }
 
 inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
