@@ -139,9 +139,10 @@ inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* p
 // below c_end, for ncol query columns of (scale Q)^T already in qt; column i
 // sees keys [lo[i], hi[i]) (absolute). Leaves unnormalised O, m and l in the
 // thread's buffers; fresh = false continues from the O, m and l a previous
-// call left there (the decode path walks its key slice one tile per call). full_lo / full_hi: a tile inside [full_lo, full_hi) needs
-// no per-element mask (the largest lo and the smallest hi). qscale: the
-// factor already in qt (the AMX path applies it to the scores instead).
+// call left there (the decode path walks its key slice one tile per call).
+// full_lo / full_hi: a tile inside [full_lo, full_hi) needs no per-element
+// mask (the largest lo and the smallest hi). qscale: the factor already in
+// qt (the AMX path applies it to the scores instead).
 template <class KV>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
