@@ -37,6 +37,7 @@ struct Fp8Case {
   int64_t window_left = -1, window_right = -1;
   bool descale = true;  // pass descale tensors (else all factors are 1)
   Layout layout = Layout::BSHD;
+  bool ramp = false;  // steeply rising scores (ramp_scores)
 
   std::string name() const {
     std::string n = "b" + std::to_string(batch) + "_q" + std::to_string(seqlen_q) + "_k" +
@@ -48,6 +49,7 @@ struct Fp8Case {
     }
     if (!descale) n += "_nodescale";
     n += std::string("_") + layout_name(layout);
+    if (ramp) n += "_ramp";
     return n;
   }
 };
@@ -90,6 +92,28 @@ std::vector<double> scaled(std::vector<double> v, double s) {
   return v;
 }
 
+// Scores that climb by tens of log2 units per key tile in the order the
+// kernels visit the tiles (last first): k[.., j, .., 0] falls with j, and in
+// rows 8..23 of every 32 q[.., 0] is 64, elsewhere 0 (flat rows), so that
+// the two rows a GPU thread holds (r, r + 8) move their maxima apart. The
+// softmax lets its reference max lag the true one by at most 2^8 in P (e4m3
+// saturates at 448): a lag that grew without bound would saturate P here,
+// and an O rescale skipped for a row that moved would leave O wrong.
+void ramp_scores(const QKV& in, const Fp8Case& c) {
+  std::vector<double> q = in.q.read(), k = in.k.read();
+  const int64_t d = c.head_dim;
+  for (int64_t r = 0; r < int64_t(q.size()) / d; ++r) {
+    const int64_t i = (r / c.heads_q) % c.seqlen_q;  // dense [B, S, H, D]
+    q[size_t(r * d)] = (i / 8) % 4 == 1 || (i / 8) % 4 == 2 ? 64.0 : 0.0;
+  }
+  for (int64_t r = 0; r < int64_t(k.size()) / d; ++r) {
+    const int64_t j = (r / c.heads_kv) % c.seqlen_k;
+    k[size_t(r * d)] = -448.0 * static_cast<double>(j) / static_cast<double>(c.seqlen_k);
+  }
+  in.q.write(q);  // rounds to e4m3; the check reads the stored values back
+  in.k.write(k);
+}
+
 void check_fp8(Device dev, const Fp8Case& c) {
   if (!device_usable(dev)) GTEST_SKIP() << "no usable " << device_name(dev) << " device";
   // Stored e4m3 values spread over its range (sigma 8), dequantised back to
@@ -99,8 +123,11 @@ void check_fp8(Device dev, const Fp8Case& c) {
   const double sigma = c.descale ? 8.0 : 1.0;
   QKV in = make_qkv(dev, DType::F8E4M3, c.layout, c.batch, c.seqlen_q, c.seqlen_k, c.heads_q,
                     c.heads_kv, c.head_dim);
-  const std::vector<double> q = scaled(fill_randn(in.q, sigma), dq);
-  const std::vector<double> k = scaled(fill_randn(in.k, sigma), dk);
+  fill_randn(in.q, sigma);
+  fill_randn(in.k, sigma);
+  if (c.ramp) ramp_scores(in, c);
+  const std::vector<double> q = scaled(in.q.read(), dq);
+  const std::vector<double> k = scaled(in.k.read(), dk);
   const std::vector<double> v = scaled(fill_randn(in.v, sigma), dv);
   Tensor out = make_bshd(dev, DType::BF16, c.layout, c.batch, c.seqlen_q, c.heads_q, c.head_dim);
   Tensor lse = make_lse(dev, c.batch, c.heads_q, c.seqlen_q);
@@ -168,6 +195,10 @@ std::vector<Fp8Case> fp8_cases() {
   cs.push_back({1, 200, 333, 4, 2, 128, false, -1, -1, true, Layout::Padded});
   cs.push_back({1, 200, 333, 4, 2, 256, true, -1, -1, true, Layout::BHSD});
   cs.push_back({3, 1, 700, 8, 1, 128, true});  // decode-like: one query, MQA
+  for (int64_t d : {128, 256}) {  // scores rising tile after tile
+    cs.push_back({1, 64, 300, 2, 1, d, false, -1, -1, true, Layout::BSHD, true});
+    cs.push_back({2, 333, 333, 2, 2, d, true, -1, -1, true, Layout::BSHD, true});
+  }
   return cs;
 }
 

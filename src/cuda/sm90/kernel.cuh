@@ -119,7 +119,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
                                               PipeState<T::kStages>& pipe) {
   constexpr int kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
   using ML = Mainloop<T>;
-  using Softmax = OnlineSoftmax<kBlockN, kHeadDim>;
+  using Softmax = OnlineSoftmax<kBlockN, kHeadDim, T::kLazyRescale>;
   const int lane = tid % 32;
 
   float o[kHeadDim / 2];

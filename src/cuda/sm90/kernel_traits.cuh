@@ -109,6 +109,12 @@ struct FwdTraits {
   // (KernelArgs::pingpong, chosen in sm90_forward.cu).
   static constexpr bool kPingpong = kConsumerWGs == 2;
 
+  // Conditional O rescale (OnlineSoftmax::kLazyRescale), where it measured
+  // faster (bench/sm90/NOTES.md, 2026-11-30): fp8 at 16k tokens +7% (head
+  // dim 128) and +3-12% (256); bf16 head dim 256 +4-8%; level at 64 and
+  // 2% slower at 128 (16-bit), where the O rescale already hides.
+  static constexpr bool kLazyRescale = kFp8 || kHeadDim >= 256;
+
   // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
   // then Q's buffer is free for the next tile's Q as soon as the last
   // S = Q K^T of a tile has retired, and the O store overlaps the next tile.

@@ -7,8 +7,9 @@
 // for e in {0,1}. A row is spread over the 4 lanes of a quad, so row
 // reductions are two xor-shuffles (1, 2).
 //
-// Each thread keeps m (running max of the raw scores of its rows, -inf until a
-// visible key appears) and l (its own partial sum; the quad sum happens once,
+// Each thread keeps m (a reference max of the raw scores of its rows: the
+// running max, or with kLazyRescale up to kStaleLog2 / scale_log2 below it;
+// -inf until a visible key appears) and l (its own partial sum; the quad sum happens once,
 // in finalize: every quad lane rescales by the same factor, so partial sums
 // stay consistent). p = exp2(s * scale_log2 - m * scale_log2): one FFMA + EX2.
 // Requires scale > 0 (can_implement), so max of raw s = max of scaled s.
@@ -20,10 +21,17 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-template <int kBlockN, int kHeadDim>
+template <int kBlockN, int kHeadDim, bool kLazyRescale>
 struct OnlineSoftmax {
   static constexpr int kS = kBlockN / 2;  // S accumulator floats per thread
   static constexpr int kO = kHeadDim / 2;  // O accumulator floats per thread
+  // kLazyRescale (FlashAttention-4's conditional rescaling): how far (log2)
+  // a row's reference max may fall behind the true one before it is moved.
+  // P then reaches 2^8 = 256 at most, within e4m3's 448 and far within
+  // fp16/bf16, and most key tiles after the first few skip the O rescale
+  // (kO multiplies per thread, on the consumer's critical path between P V
+  // and the next tile). Without it the max moves with every new maximum.
+  static constexpr float kStaleLog2 = 8.f;
   float m[2];
   float l[2];
 
@@ -66,12 +74,18 @@ struct OnlineSoftmax {
     float neg_ms[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
+      // The reference max moves only when the tile's max exceeds it by more
+      // than kStaleLog2 (in log2 units): below that, p = exp2(s - m) stays
+      // <= 2^kStaleLog2 and O and l need no rescale (corr = 1). From -inf
+      // (no visible key yet) it always moves.
+      const bool grow = !kLazyRescale || (mx[r] - m[r]) * scale_log2 > kStaleLog2;
+      const float mn = grow ? mx[r] : m[r];
       // A row that has seen only masked keys keeps m = -inf; use 0 as its
       // offset so that exp2(-inf - 0) = 0 instead of NaN.
-      const float ms = mx[r] == -INFINITY ? 0.f : mx[r] * scale_log2;
-      corr[r] = ex2(m[r] * scale_log2 - ms);  // m_old = -inf -> 0
+      const float ms = mn == -INFINITY ? 0.f : mn * scale_log2;
+      corr[r] = grow ? ex2(m[r] * scale_log2 - ms) : 1.f;  // m_old = -inf -> 0
       neg_ms[r] = -ms;
-      m[r] = mx[r];
+      m[r] = mn;
     }
     float sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -88,7 +102,12 @@ struct OnlineSoftmax {
     l[1] = l[1] * corr[1] + sum[1];
   }
 
+  // With kLazyRescale, skipped when no row of the warp moved its max (a
+  // warp-uniform branch: every lane votes).
   __device__ __forceinline__ static void rescale_o(float (&o)[kO], const float (&corr)[2]) {
+    if constexpr (kLazyRescale) {
+      if (!__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) return;
+    }
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j) {
       o[4 * j] *= corr[0];
