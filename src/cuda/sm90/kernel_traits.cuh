@@ -97,10 +97,18 @@ struct FwdTraits {
 #ifndef FLASHATTN_SM90_STAGES
 #define FLASHATTN_SM90_STAGES 2
 #endif
+// fp8 tiles are half the bytes: a deeper ring costs no occupancy (head dim
+// 128: 4 stages measured +3-5% over 2 at 2k-16k tokens, bench/sm90/NOTES.md;
+// head dim 256 fits 2 beside its O buffer).
+#ifndef FLASHATTN_SM90_FP8_STAGES
+#define FLASHATTN_SM90_FP8_STAGES 4
+#endif
   // K/V ring depth: the knob, capped by what fits beside Q in 227 KB.
-  static constexpr int kStagesFit = (227 * 1024 - 2048 - kQBytes) / (2 * kKVBytes);
-  static constexpr int kStages =
-      FLASHATTN_SM90_STAGES < kStagesFit ? FLASHATTN_SM90_STAGES : kStagesFit;
+  static constexpr int kStagesWanted = kFp8 ? FLASHATTN_SM90_FP8_STAGES : FLASHATTN_SM90_STAGES;
+  // fp8 keeps a buffer of its own for O (bf16 O is larger than Q there).
+  static constexpr int kStagesFit =
+      (227 * 1024 - 2048 - kQBytes - (kFp8 ? kOBytes : 0)) / (2 * kKVBytes);
+  static constexpr int kStages = kStagesWanted < kStagesFit ? kStagesWanted : kStagesFit;
   static_assert(kStages >= 2, "");
 
   // Pingpong (FA3 §3.2, "inter-warpgroup overlap"): the two consumer
