@@ -196,37 +196,69 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     softmax.step(s, sc.scale_log2, corr);  // O is still zero: no rescale
     convert_p<T>(s, p);
 
-    for (int i = 1; i < n_tiles; ++i) {
-      const PipeState<T::kStages> prev = pipe;
-      pipe.advance();
-      // Both waits before the fence: control flow between wgmma.fence and a
-      // register-A wgmma makes ptxas inject another fence (C7519). V_{i-1}
-      // was requested before K_i, so waiting for it here costs nothing.
-      mbar_wait(sm.k_full(pipe.stage), pipe.phase);
-      mbar_wait(sm.v_full(prev.stage), prev.phase);
-      // Pin the rescaled O and the new P before the fence (the compiler
-      // could otherwise sink them past it).
-      fence_operand(o);
-      fence_operand(p);
-      sched_sync();
-      wgmma_fence();
-      ML::issue_qk(s, dq, sm.k(pipe.stage));
-      wgmma_commit();
-      ML::issue_pv(o, p, sm.v(prev.stage));
-      wgmma_commit();
-      sched_arrive(i == n_tiles - 1);
-      wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
-      fence_operand(s);
-      if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
-      if (i == n_tiles - 1) release_q();
-      mask_tile(s, range.n_end - 1 - i);
-      softmax.step(s, sc.scale_log2, corr);
-      wgmma_wait<0>();
-      fence_operand(o);
-      fence_operand(p);
-      if (lane == 0) mbar_arrive(sm.v_empty(prev.stage));
-      Softmax::rescale_o(o, corr);
-      convert_p<T>(s, p);
+    if constexpr (!T::kIntraWGOverlap) {
+      for (int i = 1; i < n_tiles; ++i) {
+        // Serial order (T::kIntraWGOverlap off): O += P_{i-1} V_{i-1} retires
+        // before S_i = Q K_i^T is issued, so P and S are never live together
+        // (the other warpgroups keep the tensor cores busy meanwhile).
+        const PipeState<T::kStages> prev = pipe;
+        pipe.advance();
+        mbar_wait(sm.v_full(prev.stage), prev.phase);
+        fence_operand(o);
+        fence_operand(p);
+        wgmma_fence();
+        ML::issue_pv(o, p, sm.v(prev.stage));
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_operand(o);
+        fence_operand(p);
+        if (lane == 0) mbar_arrive(sm.v_empty(prev.stage));
+        mbar_wait(sm.k_full(pipe.stage), pipe.phase);
+        wgmma_fence();
+        ML::issue_qk(s, dq, sm.k(pipe.stage));
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_operand(s);
+        if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
+        if (i == n_tiles - 1) release_q();
+        mask_tile(s, range.n_end - 1 - i);
+        softmax.step(s, sc.scale_log2, corr);
+        Softmax::rescale_o(o, corr);
+        convert_p<T>(s, p);
+      }
+    } else {
+      for (int i = 1; i < n_tiles; ++i) {
+        const PipeState<T::kStages> prev = pipe;
+        pipe.advance();
+        // Both waits before the fence: control flow between wgmma.fence and a
+        // register-A wgmma makes ptxas inject another fence (C7519). V_{i-1}
+        // was requested before K_i, so waiting for it here costs nothing.
+        mbar_wait(sm.k_full(pipe.stage), pipe.phase);
+        mbar_wait(sm.v_full(prev.stage), prev.phase);
+        // Pin the rescaled O and the new P before the fence (the compiler
+        // could otherwise sink them past it).
+        fence_operand(o);
+        fence_operand(p);
+        sched_sync();
+        wgmma_fence();
+        ML::issue_qk(s, dq, sm.k(pipe.stage));
+        wgmma_commit();
+        ML::issue_pv(o, p, sm.v(prev.stage));
+        wgmma_commit();
+        sched_arrive(i == n_tiles - 1);
+        wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
+        fence_operand(s);
+        if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
+        if (i == n_tiles - 1) release_q();
+        mask_tile(s, range.n_end - 1 - i);
+        softmax.step(s, sc.scale_log2, corr);
+        wgmma_wait<0>();
+        fence_operand(o);
+        fence_operand(p);
+        if (lane == 0) mbar_arrive(sm.v_empty(prev.stage));
+        Softmax::rescale_o(o, corr);
+        convert_p<T>(s, p);
+      }
     }
 
     // Tail: O += P_last V_last.

@@ -39,6 +39,13 @@ constexpr int block_n_for(int head_dim) {
                            : FLASHATTN_SM90_BLOCKN_HD256;
 }
 
+// The fp8 forward's query rows per tile at head dim 128: three consumer
+// warpgroups, as head_dim 64 takes (kernel_traits.cuh: kIntraWGOverlap).
+#ifndef FLASHATTN_SM90_FP8_BLOCKM_HD128
+#define FLASHATTN_SM90_FP8_BLOCKM_HD128 192
+#endif
+constexpr int kFp8BlockMHd128 = FLASHATTN_SM90_FP8_BLOCKM_HD128;
+
 // The fp8 forward's key tile at every head dim: a row of the transposed V
 // tile (one head dim, kFp8BlockN keys) is exactly one 128-byte swizzle atom.
 constexpr int kFp8BlockN = 128;

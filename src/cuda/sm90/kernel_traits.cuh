@@ -116,6 +116,12 @@ struct FwdTraits {
   // the other's GEMMs. Compiled in for two consumers; switched on per launch
   // (KernelArgs::pingpong, chosen in sm90_forward.cu).
   static constexpr bool kPingpong = kConsumerWGs == 2;
+  // FA3's intra-warpgroup overlap (kernel.cuh) keeps S, O and P live at once:
+  // 144 accumulator registers for fp8 at head dim 128, more than three
+  // consumer warpgroups' 160 per thread leave room for (ptxas spilled 144
+  // bytes in the main loop). There the consumers run S, softmax, P V in
+  // order and the third warpgroup supplies the overlap instead.
+  static constexpr bool kIntraWGOverlap = !(kFp8 && kConsumerWGs == 3);
 
   // Conditional O rescale (OnlineSoftmax::kLazyRescale), where it measured
   // faster (bench/sm90/NOTES.md, 2026-11-30): fp8 at 16k tokens +7% (head

@@ -65,8 +65,9 @@ Status check_device(int device) {
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
 // with a right mask bound (kernel_args.hpp). FLASHATTN_SM90_HD64_BLOCKM=128 or
 // 192 forces one for A/B timing (bench/sm90/NOTES.md).
-int choose_block_m(int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
+int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
   const int d = static_cast<int>(head_dim);
+  if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
   if (d != 64) return block_m_for(d);
   static const int forced = [] {
     const char* e = std::getenv("FLASHATTN_SM90_HD64_BLOCKM");
@@ -138,7 +139,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
-  const int block_m = choose_block_m(p.head_dim, clamp_window(p.window_right) >= 0, sq);
+  const int block_m = choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right) >= 0, sq);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
@@ -269,7 +270,7 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
           return s;
         }
       }
-      return p.head_dim == 128 ? launch_fwd<__nv_fp8_e4m3, 128>(args, stream)
+      return p.head_dim == 128 ? launch_fwd<__nv_fp8_e4m3, 128, kFp8BlockMHd128>(args, stream)
                                : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
     }
     const bool bf16 = p.dtype == DType::BF16;
