@@ -30,8 +30,19 @@ namespace flashattn::detail::cuda::sm90 {
 #ifndef FLASHATTN_SM90_BLOCKM_HD64
 #define FLASHATTN_SM90_BLOCKM_HD64 192
 #endif
+// head_dim 128 (16-bit) takes three warpgroups too when the call has no
+// right mask bound (+5-10% at 16k tokens non-causal; kernel_traits.cuh runs
+// them in serial order, as S + O + P do not fit 160 registers); causal and
+// right-windowed calls keep 128 rows (level at 16k, more diagonal waste
+// below), chosen per call by sm90_forward.cu.
+#ifndef FLASHATTN_SM90_BLOCKM_HD128
+#define FLASHATTN_SM90_BLOCKM_HD128 192
+#endif
+constexpr int kMaskedBlockMHd128 = 128;
 constexpr int block_m_for(int head_dim) {
-  return head_dim <= 64 ? FLASHATTN_SM90_BLOCKM_HD64 : 128;
+  return head_dim <= 64    ? FLASHATTN_SM90_BLOCKM_HD64
+         : head_dim <= 128 ? FLASHATTN_SM90_BLOCKM_HD128
+                           : 128;
 }
 constexpr int block_n_for(int head_dim) {
   return head_dim <= 64    ? FLASHATTN_SM90_BLOCKN_HD64

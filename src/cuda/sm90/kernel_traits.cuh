@@ -119,9 +119,11 @@ struct FwdTraits {
   // FA3's intra-warpgroup overlap (kernel.cuh) keeps S, O and P live at once:
   // 144 accumulator registers for fp8 at head dim 128, more than three
   // consumer warpgroups' 160 per thread leave room for (ptxas spilled 144
-  // bytes in the main loop). There the consumers run S, softmax, P V in
-  // order and the third warpgroup supplies the overlap instead.
-  static constexpr bool kIntraWGOverlap = !(kFp8 && kConsumerWGs == 3);
+  // bytes in the main loop; head dim 64's 128 fit). Where they do not fit
+  // the consumers run S, softmax, P V in order and the third warpgroup
+  // supplies the overlap instead.
+  static constexpr int kAccRegs = kBlockN / 2 + kHeadDim / 2 + kPVSteps * 4;  // S + O + P
+  static constexpr bool kIntraWGOverlap = kConsumerWGs < 3 || kAccRegs <= 128;
 
   // Conditional O rescale (OnlineSoftmax::kLazyRescale), where it measured
   // faster (bench/sm90/NOTES.md, 2026-11-30): fp8 at 16k tokens +7% (head

@@ -63,11 +63,13 @@ Status check_device(int device) {
 }
 
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
-// with a right mask bound (kernel_args.hpp). FLASHATTN_SM90_HD64_BLOCKM=128 or
+// and 16-bit head_dim 128 ones with a right mask bound, and fp8 head_dim 128
+// (kernel_args.hpp). FLASHATTN_SM90_HD64_BLOCKM=128 or
 // 192 forces one for A/B timing (bench/sm90/NOTES.md).
 int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
+  if (d == 128) return right_bounded ? kMaskedBlockMHd128 : block_m_for(d);
   if (d != 64) return block_m_for(d);
   static const int forced = [] {
     const char* e = std::getenv("FLASHATTN_SM90_HD64_BLOCKM");
@@ -282,6 +284,10 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
         }
         return bf16 ? launch_fwd<__nv_bfloat16, 64>(args, stream) : launch_fwd<__half, 64>(args, stream);
       case 128:
+        if (args.block_m == kMaskedBlockMHd128) {
+          return bf16 ? launch_fwd<__nv_bfloat16, 128, kMaskedBlockMHd128>(args, stream)
+                      : launch_fwd<__half, 128, kMaskedBlockMHd128>(args, stream);
+        }
         return bf16 ? launch_fwd<__nv_bfloat16, 128>(args, stream)
                     : launch_fwd<__half, 128>(args, stream);
       case 256:
