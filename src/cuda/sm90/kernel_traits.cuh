@@ -127,9 +127,11 @@ struct FwdTraits {
 
   // Conditional O rescale (OnlineSoftmax::kLazyRescale), where it measured
   // faster (bench/sm90/NOTES.md, 2026-11-30): fp8 at 16k tokens +7% (head
-  // dim 128) and +3-12% (256); bf16 head dim 256 +4-8%; level at 64 and
-  // 2% slower at 128 (16-bit), where the O rescale already hides.
-  static constexpr bool kLazyRescale = kFp8 || kHeadDim >= 256;
+  // dim 128) and +3-12% (256); bf16 head dim 256 +4-8%; three-warpgroup
+  // 16-bit kernels (head dim 64, 128 on 192 rows) +2-10%. The 128-row
+  // 16-bit head dim 128 kernel measured 2% slower with it: there the O
+  // rescale hides under the P V wgmma.
+  static constexpr bool kLazyRescale = kFp8 || kHeadDim >= 256 || kConsumerWGs == 3;
 
   // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
   // then Q's buffer is free for the next tile's Q as soon as the last
