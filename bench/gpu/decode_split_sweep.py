@@ -2,7 +2,7 @@
 # Decode split-count sweep (issue 8): batch 1, contexts 8k and 32k, GQA 64:8, d128, bf16.
 # Device span per call (kernel_time span=True) against the copy bandwidth, per num_splits.
 import os, sys, torch
-sys.path.insert(0, "bench/gpu")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flashattn
 from timing import kernel_time, median_ms
 HQ, HKV, D = 64, 8, 128
