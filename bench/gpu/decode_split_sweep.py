@@ -1,10 +1,14 @@
 # Usage (device): FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/decode_split_sweep.py
 # Decode split-count sweep (issue 8): batch 1, contexts 8k and 32k, GQA 64:8, d128, bf16.
 # Device span per call (kernel_time span=True) against the copy bandwidth, per num_splits.
-import os, sys, torch
+import os
+import sys
+
+import torch
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import flashattn
-from timing import kernel_time, median_ms
+import flashattn  # noqa: E402
+from timing import kernel_time, median_ms  # noqa: E402
 HQ, HKV, D = 64, 8, 128
 n = 2 << 30
 src = torch.empty(n, dtype=torch.uint8, device="cuda"); dst = torch.empty_like(src)
