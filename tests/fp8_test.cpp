@@ -10,14 +10,17 @@
 
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "common/fp8.hpp"
 #include "flashattn/flashattn.hpp"
 #include "reference/naive_same_dtype.hpp"
 #include "reference/reference.hpp"
 #include "reference/rule.hpp"
 #include "support/check.hpp"
+#include "support/half.hpp"
 #include "support/harness.hpp"
 #include "support/rng.hpp"
 #include "support/tensor.hpp"
@@ -317,6 +320,36 @@ INSTANTIATE_TEST_SUITE_P(Devices, Fp8Invalid, ::testing::ValuesIn(test_devices()
                          [](const ::testing::TestParamInfo<Device>& i) {
                            return std::string(device_name(i.param));
                          });
+
+// The library's host encoder (src/common/fp8.hpp: the command-line program's
+// fp8 inputs) against the test support's independent one (nearest of the
+// 127 magnitudes by search), on every code's value, every midpoint between
+// neighbours (ties to even), saturation, NaN and random floats.
+TEST(Fp8Encode, MatchesIndependentEncoder) {
+  using flashattn::detail::e4m3_to_float;
+  using flashattn::detail::float_to_e4m3;
+  for (int c = 0; c < 256; ++c) {
+    const float x = e4m3_to_float(static_cast<uint8_t>(c));
+    if (std::isnan(x)) continue;
+    EXPECT_EQ(float_to_e4m3(x), float_to_e4m3_bits(x)) << "code " << c;
+    EXPECT_EQ(e4m3_to_float(float_to_e4m3(x)), x) << "code " << c;  // round trip
+    if ((c & 0x7f) < 0x7e) {
+      const float next = e4m3_to_float(static_cast<uint8_t>(c + 1));
+      const float mid = 0.5f * (x + next);
+      EXPECT_EQ(float_to_e4m3(mid), float_to_e4m3_bits(mid)) << "midpoint above code " << c;
+    }
+  }
+  for (float x : {448.f, 449.f, 464.f, 1e6f, -500.f, 1e-10f, -1e-10f, 0.f, -0.f, 0.0009765625f}) {
+    EXPECT_EQ(float_to_e4m3(x), float_to_e4m3_bits(x)) << x;
+  }
+  EXPECT_EQ(float_to_e4m3(std::nanf("")), 0x7f);
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.f, 64.f);
+  for (int i = 0; i < 100000; ++i) {
+    const float x = normal(gen) * (i % 3 == 0 ? 1e-3f : 1.f);
+    ASSERT_EQ(float_to_e4m3(x), float_to_e4m3_bits(x)) << x;
+  }
+}
 
 }  // namespace
 }  // namespace fa_test

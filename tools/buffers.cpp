@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/fp8.hpp"
 #include "common/host_convert.hpp"
 
 #ifdef FLASHATTN_WITH_CUDA
@@ -30,6 +31,9 @@ float to_float(const void* data, flashattn::DType dtype, size_t i) {
     case flashattn::DType::F32: return static_cast<const float*>(data)[i];
     case flashattn::DType::F16: return static_cast<float>(static_cast<const _Float16*>(data)[i]);
     case flashattn::DType::BF16: return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
+    case flashattn::DType::F8E4M3:
+      return flashattn::detail::e4m3_to_float(static_cast<const uint8_t*>(data)[i]);
+    default: break;
   }
   return NAN;
 }
@@ -40,6 +44,10 @@ void from_float(const float* src, void* dst, flashattn::DType dtype, size_t n) {
       case flashattn::DType::F32: static_cast<float*>(dst)[i] = src[i]; break;
       case flashattn::DType::F16: static_cast<_Float16*>(dst)[i] = static_cast<_Float16>(src[i]); break;
       case flashattn::DType::BF16: static_cast<uint16_t*>(dst)[i] = float_to_bf16(src[i]); break;
+      case flashattn::DType::F8E4M3:
+        static_cast<uint8_t*>(dst)[i] = flashattn::detail::float_to_e4m3(src[i]);
+        break;
+      default: throw std::runtime_error("from_float: unsupported dtype");
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "buffers.hpp"
+#include "common/params.hpp"
 #include "reference/naive_same_dtype.hpp"
 #include "reference/reference.hpp"
 #include "reference/rule.hpp"
@@ -14,15 +15,15 @@ namespace {
 using flashattn::reference::Problem;
 
 // Copies heads [h0, h0 + nh) of a [B, S, H, D] dtype tensor at batch b into a
-// dense [1, S, nh, D] float array.
+// dense [1, S, nh, D] float array, times `mul` (an fp8 tensor's descale).
 std::vector<double> slice(const std::vector<char>& t, flashattn::DType dt, int64_t b, int64_t S,
-                          int64_t H, int64_t D, int64_t h0, int64_t nh) {
+                          int64_t H, int64_t D, int64_t h0, int64_t nh, double mul = 1.0) {
   std::vector<double> r(size_t(S * nh * D));
   for (int64_t s = 0; s < S; ++s)
     for (int64_t h = 0; h < nh; ++h)
       for (int64_t d = 0; d < D; ++d)
         r[size_t((s * nh + h) * D + d)] =
-            to_float(t.data(), dt, size_t(((b * S + s) * H + h0 + h) * D + d));
+            mul * to_float(t.data(), dt, size_t(((b * S + s) * H + h0 + h) * D + d));
   return r;
 }
 
@@ -55,9 +56,9 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
     const int64_t idx = groups == 1 ? total / 2 : g * (total - 1) / (groups - 1);
     const int64_t b = idx / hp.Hkv, hk = idx % hp.Hkv;
     const std::string where = "b" + std::to_string(b) + " kv-head " + std::to_string(hk);
-    auto q = slice(hp.q, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
-    auto k = slice(hp.k, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1);
-    auto v = slice(hp.v, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1);
+    auto q = slice(hp.q, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G, hp.q_descale);
+    auto k = slice(hp.k, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1, hp.k_descale);
+    auto v = slice(hp.v, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1, hp.v_descale);
     auto dout = backward ? slice(hp.dout, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G)
                          : std::vector<double>{};
     const ref::Magnitudes m = ref::magnitudes(q, k, v, dout, hp.D, scale);
@@ -66,12 +67,18 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
     std::vector<double> ref_out(nq), ref_lse(nl), naive_out, naive_lse;
     ref::forward(pb, q.data(), k.data(), v.data(), ref_out.data(), ref_lse.data());
     ref::naive_forward(pb, hp.dtype, q, k, v, &naive_out, &naive_lse);
-    auto out = slice(hp.out, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
-    lines.push_back(line("out  " + where, ref::judge(hp.dtype, out, ref_out, naive_out, hp.Sk, hp.D, m.out)));
+    // fp8: O is bf16 and judged as bf16 against the fp8 naive (P rounded to
+    // e4m3 too); the LSE allows the fp8 MMA's score error (rule.hpp).
+    const flashattn::DType out_dt = flashattn::detail::out_dtype_for(hp.dtype);
+    auto out = slice(hp.out, out_dt, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
+    lines.push_back(line("out  " + where, ref::judge(out_dt, out, ref_out, naive_out, hp.Sk, hp.D, m.out)));
     if (!hp.lse.empty()) {
       std::vector<double> lse(hp.lse.begin() + (b * hp.Hq + hk * G) * hp.Sq,
                               hp.lse.begin() + (b * hp.Hq + hk * G + G) * hp.Sq);
-      lines.push_back(line("lse  " + where, ref::judge_lse(lse, ref_lse, naive_lse, hp.D)));
+      const double score_err = hp.dtype == flashattn::DType::F8E4M3
+                                   ? ref::fp8_score_error(q, k, 1, hp.Sq, hp.Sk, G, 1, hp.D, scale)
+                                   : 0.0;
+      lines.push_back(line("lse  " + where, ref::judge_lse(lse, ref_lse, naive_lse, hp.D, score_err)));
     }
     if (!backward) continue;
     std::vector<double> rdq(nq), rdk(nk), rdv(nk), ndq, ndk, ndv;

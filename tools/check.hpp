@@ -13,9 +13,13 @@ struct HostProblem {
   int64_t B, Sq, Sk, Hq, Hkv, D;
   flashattn::DType dtype;
   flashattn::Options opt;
-  // Host copies in the run's dtype storage, dense BSHD; lse [B, Hq, Sq].
+  // Host copies in the run's dtype storage, dense BSHD (out in
+  // out_dtype: bf16 for fp8 inputs); lse [B, Hq, Sq].
   std::vector<char> q, k, v, out, dout, dq, dk, dv;
   std::vector<float> lse;
+  // fp8 (e4m3) inputs: the per-tensor factors the stored values are
+  // multiplied by (1 otherwise).
+  float q_descale = 1.f, k_descale = 1.f, v_descale = 1.f;
 };
 
 struct CheckLine {

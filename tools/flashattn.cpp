@@ -36,7 +36,9 @@ run options:
   --batch N         (1)          --heads N      query heads (16)
   --heads-kv N      (= heads)    --head-dim N   (128)
   --seqlen-q N      (4096)       --seqlen-k N   (= seqlen-q)
-  --dtype fp32|fp16|bf16 (bf16)  --causal       bottom-right aligned causal mask
+  --dtype fp32|fp16|bf16|e4m3 (bf16)  --causal  bottom-right aligned causal mask
+                    (e4m3: fp8 forward, inputs quantised per tensor with
+                    descale = amax / 448, bf16 out; forward only)
   --window-left N / --window-right N  sliding window (-1 = unbounded)
   --softcap X       (0 = off)    --scale X      (0 = 1/sqrt(head dim))
   --backward        also time the backward pass
@@ -116,7 +118,8 @@ DType parse_dtype(const std::string& s) {
   if (s == "fp32" || s == "float32") return DType::F32;
   if (s == "fp16" || s == "float16") return DType::F16;
   if (s == "bf16" || s == "bfloat16") return DType::BF16;
-  throw std::runtime_error("--dtype: expected fp32, fp16 or bf16, got '" + s + "'");
+  if (s == "e4m3" || s == "fp8" || s == "float8_e4m3") return DType::F8E4M3;
+  throw std::runtime_error("--dtype: expected fp32, fp16, bf16 or e4m3, got '" + s + "'");
 }
 
 std::string human_bytes(double b) {
@@ -169,6 +172,8 @@ int cmd_run(const Args& a) {
     throw std::runtime_error("--device cuda: no CUDA device is available to this build");
   if (a.flag("threads")) omp_set_num_threads(int(a.num("threads", 1)));
   const bool bwd = a.flag("backward");
+  const bool fp8 = dt == DType::F8E4M3;
+  if (fp8 && bwd) throw std::runtime_error("--backward: the fp8 (e4m3) attention is forward only");
   const int repeat = int(a.num("repeat", dev == Device::CPU ? 5 : 20));
   const int warmup = int(a.num("warmup", 1));
   if (repeat < 1 || warmup < 0) throw std::runtime_error("--repeat must be >= 1 and --warmup >= 0");
@@ -183,38 +188,58 @@ int cmd_run(const Args& a) {
 
   fa_cli::HostProblem hp{B, Sq, Sk, Hq, Hkv, D, dt, opt, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   const size_t es = flashattn::dtype_size(dt);
+  const DType out_dt = fp8 ? DType::BF16 : dt;  // fp8 attention writes bf16
+  const size_t oes = flashattn::dtype_size(out_dt);
   const size_t nq = size_t(B * Sq * Hq * D), nk = size_t(B * Sk * Hkv * D), nl = size_t(B * Hq * Sq);
   if (B < 0 || Hq < 0 || Hkv < 0 || Sq < 0 || Sk < 0 || D < 0) throw std::runtime_error("sizes must be >= 0");
 
   // Fresh random normal inputs.
   std::mt19937_64 rng(uint64_t(a.num("seed", 1)));
   std::normal_distribution<float> normal(0.f, 1.f);
-  auto random_tensor = [&](size_t n) {
+  // fp8: each tensor quantised as a user would, descale = amax / 448 (the
+  // stored values span e4m3's range; the attention sees stored * descale).
+  auto random_tensor = [&](size_t n, float* descale) {
     std::vector<float> f(n);
-    for (float& x : f) x = normal(rng);
+    float amax = 0.f;
+    for (float& x : f) {
+      x = normal(rng);
+      amax = std::max(amax, std::fabs(x));
+    }
+    if (descale != nullptr) {
+      *descale = amax > 0.f ? amax / 448.f : 1.f;
+      for (float& x : f) x /= *descale;
+    }
     std::vector<char> t(n * es);
     fa_cli::from_float(f.data(), t.data(), dt, n);
     return t;
   };
   std::fprintf(stderr, "generating inputs...\n");
-  hp.q = random_tensor(nq);
-  hp.k = random_tensor(nk);
-  hp.v = random_tensor(nk);
-  if (bwd) hp.dout = random_tensor(nq);
+  hp.q = random_tensor(nq, fp8 ? &hp.q_descale : nullptr);
+  hp.k = random_tensor(nk, fp8 ? &hp.k_descale : nullptr);
+  hp.v = random_tensor(nk, fp8 ? &hp.v_descale : nullptr);
+  if (bwd) hp.dout = random_tensor(nq, nullptr);
 
-  fa_cli::Buffer q(dev, nq * es), k(dev, nk * es), v(dev, nk * es), out(dev, nq * es),
-      lse(dev, nl * 4);
+  fa_cli::Buffer q(dev, nq * es), k(dev, nk * es), v(dev, nk * es), out(dev, nq * oes),
+      lse(dev, nl * 4), descales(dev, 3 * sizeof(float));
   q.upload(hp.q.data());
   k.upload(hp.k.data());
   v.upload(hp.v.data());
+  const float host_descales[3] = {hp.q_descale, hp.k_descale, hp.v_descale};
+  descales.upload(host_descales);
 
   flashattn::ForwardArgs fa;
   fa.q = flashattn::TensorView::contiguous(q.data(), dt, {B, Sq, Hq, D}, dev);
   fa.k = flashattn::TensorView::contiguous(k.data(), dt, {B, Sk, Hkv, D}, dev);
   fa.v = flashattn::TensorView::contiguous(v.data(), dt, {B, Sk, Hkv, D}, dev);
-  fa.out = flashattn::TensorView::contiguous(out.data(), dt, {B, Sq, Hq, D}, dev);
+  fa.out = flashattn::TensorView::contiguous(out.data(), out_dt, {B, Sq, Hq, D}, dev);
   fa.lse = flashattn::TensorView::contiguous(lse.data(), DType::F32, {B, Hq, Sq}, dev);
   fa.options = opt;
+  if (fp8) {
+    float* d = static_cast<float*>(descales.data());
+    fa.fp8_descale.q = flashattn::TensorView::contiguous(d, DType::F32, {1}, dev);
+    fa.fp8_descale.k = flashattn::TensorView::contiguous(d + 1, DType::F32, {1}, dev);
+    fa.fp8_descale.v = flashattn::TensorView::contiguous(d + 2, DType::F32, {1}, dev);
+  }
   size_t fwd_ws = 0;
   if (auto s = flashattn::forward_workspace_bytes(fa, &fwd_ws); !s.ok()) fail(s, "forward");
 
@@ -236,9 +261,10 @@ int cmd_run(const Args& a) {
 
   std::printf("flashattn %s  device %s  threads %d\n", flashattn::version(),
               fa_cli::device_name(dev).c_str(), dev == Device::CPU ? omp_get_max_threads() : 0);
-  std::printf("shape  batch %lld  heads %lld/%lld (q/kv)  seqlen %lld/%lld (q/k)  head_dim %lld  %s%s\n",
+  std::printf("shape  batch %lld  heads %lld/%lld (q/kv)  seqlen %lld/%lld (q/k)  head_dim %lld  %s%s%s\n",
               (long long)B, (long long)Hq, (long long)Hkv, (long long)Sq, (long long)Sk,
-              (long long)D, flashattn::dtype_name(dt), opt.causal ? "  causal" : "");
+              (long long)D, flashattn::dtype_name(dt), fp8 ? " (bfloat16 out)" : "",
+              opt.causal ? "  causal" : "");
 
   auto time_it = [&](const char* what, auto&& call, double flops) {
     std::vector<double> times;
@@ -260,7 +286,7 @@ int cmd_run(const Args& a) {
   };
 
   time_it("forward", [&] { if (auto s = flashattn::forward(fa); !s.ok()) fail(s, "forward"); }, fwd_flops);
-  hp.out.resize(nq * es);
+  hp.out.resize(nq * oes);
   out.download(hp.out.data());
   hp.lse.resize(nl);
   lse.download(hp.lse.data());
@@ -319,6 +345,10 @@ int cmd_memory(const Args& a) {
   require_known(a, {"heads", "head-dim", "dtype", "seqlens", "causal"});
   const int64_t H = a.num("heads", 16), D = a.num("head-dim", 128);
   const DType dt = parse_dtype(a.str("dtype", "bf16"));
+  if (dt == DType::F8E4M3) {
+    throw std::runtime_error("memory: --dtype e4m3 is forward only; the report covers forward and "
+                             "backward (use fp32, fp16 or bf16)");
+  }
   std::vector<int64_t> ns;
   std::string list = a.str("seqlens", "1024,2048,4096,8192,16384,32768");
   for (size_t p = 0; p < list.size();) {
