@@ -17,6 +17,7 @@
 
 #include "buffers.hpp"
 #include "check.hpp"
+#include "common/params.hpp"
 #include "flashattn/flashattn.hpp"
 
 namespace {
@@ -188,7 +189,7 @@ int cmd_run(const Args& a) {
 
   fa_cli::HostProblem hp{B, Sq, Sk, Hq, Hkv, D, dt, opt, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   const size_t es = flashattn::dtype_size(dt);
-  const DType out_dt = fp8 ? DType::BF16 : dt;  // fp8 attention writes bf16
+  const DType out_dt = flashattn::detail::out_dtype_for(dt);  // fp8 attention writes bf16
   const size_t oes = flashattn::dtype_size(out_dt);
   const size_t nq = size_t(B * Sq * Hq * D), nk = size_t(B * Sk * Hkv * D), nl = size_t(B * Hq * Sq);
   if (B < 0 || Hq < 0 || Hkv < 0 || Sq < 0 || Sk < 0 || D < 0) throw std::runtime_error("sizes must be >= 0");
