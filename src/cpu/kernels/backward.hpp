@@ -166,7 +166,7 @@ template <class T>
 void bwd_load_q(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int64_t hk,
                 int64_t hl, int64_t i) {
   const int64_t d = p.head_dim, dp = L.dpad, h = hk * p.group() + hl;
-  const float qscale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale;
+  const float qscale = q_factor(p.scale, p.softcap);
   const int64_t r = hl * p.seqlen_q + i;
   float *q = G + L.q + r * dp, *dout = G + L.dout + r * dp, *dq = G + L.dq + r * dp;
   load_row(rows_of<const T>(p.q, p.q_str, b, h).row(i), q, d, qscale);

@@ -136,7 +136,7 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
   const KeyRange kr = mask.keys(r0, r0 + nq);
   if (kr.empty() || kr.end <= c0 || kr.begin >= c0 + nk) return;
   const bool full = mask.tile_full(r0, r0 + nq, c0, c0 + nk);
-  const float qscale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale;
+  const float qscale = q_factor(p.scale, p.softcap);
   (void)d;
 
   const uint16_t* ktv = u16(G + L.ktv) + j * dq32 * BC;

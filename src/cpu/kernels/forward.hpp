@@ -332,7 +332,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   return cb;
 }
 
-inline float qscale_of(const FwdParams& p) { return p.softcap > 0.0f ? p.scale / p.softcap : p.scale; }
+inline float qscale_of(const FwdParams& p) { return q_factor(p.scale, p.softcap); }
 
 // Normalised O rows and LSE of column c (head h, row i) of the tile.
 template <class T>

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #if !defined(FA_ISA_NS) || !defined(FA_VW)
 #error "include cpu kernel headers through a kernels_<isa>.cpp that defines FA_ISA_NS and FA_VW"
@@ -87,6 +88,17 @@ inline vf vtanh(vf x) {
 
 // s = cap * tanh(acc), where acc already holds (scale/cap) * q.k; -inf marks a
 // masked element and stays -inf.
+// Q's folded factor: the softmax scale, or scale / cap with a softcap (the
+// kernels apply the cap to scale * q.k / cap). Kept >= FLT_MIN: a scale so
+// small that scale / cap underflows to 0 turned a masked score's -inf into
+// -inf * 0 = NaN (C ABI fuzzer: scale 1.4e-45, softcap 98.7); scores that
+// small are 0 to the softmax either way.
+inline float q_factor(float scale, float softcap) {
+  if (softcap <= 0.0f) return scale;
+  const float f = scale / softcap;
+  return f < std::numeric_limits<float>::min() ? std::numeric_limits<float>::min() : f;
+}
+
 inline vf vsoftcap(vf acc, float cap) {
   vf s = vsplat(cap) * vtanh(acc);
   return vsel(acc == vsplat(kNegInf), vsplat(kNegInf), s);
