@@ -21,6 +21,10 @@ INSTANTIATE_TEST_SUITE_P(Large, Forward,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
                                             ::testing::ValuesIn(large_cases(false))),
                          device_case_name);
+INSTANTIATE_TEST_SUITE_P(ManyTiles, Forward,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::ValuesIn(many_tile_cases())),
+                         device_case_name);
 INSTANTIATE_TEST_SUITE_P(Features, Forward,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
                                             ::testing::ValuesIn(feature_cases())),

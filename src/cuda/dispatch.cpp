@@ -274,8 +274,21 @@ bool use_sm90_bwd(const BwdParams& p) {
 }
 #endif
 
+#ifdef FLASHATTN_WITH_SM90
+// The Hopper forward with its workspace (fp8's V^T, masked problems' tile
+// counter; sm90_forward.hpp).
+Status run_sm90_forward(const FwdParams& p) {
+  Workspace ws;
+  Status s = ws.alloc(sm90::workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
+  if (!s.ok()) return s;
+  s = sm90::run_forward(p, ws.get());
+  const Status r = ws.release();
+  return s.ok() ? r : s;
+}
+#endif
+
 // fp8 (e4m3) inputs: the Hopper forward only (no sm80 fallback, and
-// FLASHATTN_DISABLE_SM90 does not apply); its workspace holds V^T.
+// FLASHATTN_DISABLE_SM90 does not apply).
 Status forward_fp8(const FwdParams& p) {
 #ifdef FLASHATTN_WITH_SM90
   DeviceGuard guard;
@@ -283,12 +296,7 @@ Status forward_fp8(const FwdParams& p) {
   if (!s.ok()) return s;
   s = sm90::can_implement(p);
   if (!s.ok()) return s;
-  Workspace ws;
-  s = ws.alloc(sm90::workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
-  if (!s.ok()) return s;
-  s = sm90::run_forward(p, ws.get());
-  const Status r = ws.release();
-  return s.ok() ? r : s;
+  return run_sm90_forward(p);
 #else
   (void)p;
   return unsupported("float8_e4m3 inputs run on the Hopper (sm_90a) forward, which this build left out "
@@ -331,7 +339,7 @@ Status forward(const FwdParams& p) noexcept {
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90
-    if (use_sm90(p)) return sm90::run_forward(p, nullptr);  // 16-bit: no workspace
+    if (use_sm90(p)) return run_sm90_forward(p);
 #endif
     s = check_device(p.device_index, k.fwd_smem, "the forward");
     if (!s.ok()) return s;
@@ -444,8 +452,7 @@ Status backward(const BwdParams& p) noexcept {
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
 #ifdef FLASHATTN_WITH_SM90
-  if (p.dtype == DType::F8E4M3) return sm90::workspace_bytes(p);
-  if (use_sm90(p)) return 0;
+  if (p.dtype == DType::F8E4M3 || use_sm90(p)) return sm90::workspace_bytes(p);
 #endif
   if (p.dtype == DType::F8E4M3) return 0;
   if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0) return 0;

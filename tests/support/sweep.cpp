@@ -194,4 +194,34 @@ std::vector<Case> feature_cases() {
   return dedupe(v);
 }
 
+std::vector<Case> many_tile_cases() {
+  std::vector<Case> v;
+  // Rows past 128 (past 192 at head dim 128, whose tiles have 192 rows)
+  // give every head two query tiles; batch x heads of 136-192 then make
+  // 272-384 tiles (2-3 per CTA), at a fp64 reference cost of 0.6-2.6 GFLOP
+  // per case.
+  auto add = [&](DType dt, int64_t d, int64_t batch, int64_t hq, int64_t hkv, int64_t sq, int64_t sk,
+                 bool causal, int64_t wl, int64_t wr) {
+    Case c;
+    c.dtype = dt;
+    c.head_dim = d;
+    c.batch = batch;
+    c.heads_q = hq;
+    c.heads_kv = hkv;
+    c.seqlen_q = sq;
+    c.seqlen_k = sk;
+    c.causal = causal;
+    c.window_left = wl;
+    c.window_right = wr;
+    c.layout = Layout::BSHD;
+    v.push_back(c);
+  };
+  add(DType::BF16, 64, 3, 48, 6, 129, 129, true, -1, -1);    // GQA 8
+  add(DType::F16, 64, 2, 96, 12, 200, 67, true, -1, -1);     // Sq > Sk: empty rows
+  add(DType::BF16, 128, 2, 68, 68, 193, 193, false, 31, 5);  // window both sides
+  add(DType::F16, 128, 2, 68, 34, 193, 301, true, -1, -1);   // Sq < Sk, GQA 2
+  add(DType::BF16, 256, 1, 136, 17, 129, 129, true, -1, -1);
+  return dedupe(v);
+}
+
 }  // namespace fa_test

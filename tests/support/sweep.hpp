@@ -19,5 +19,9 @@ std::vector<Case> small_cases();
 std::vector<Case> large_cases(bool backward);
 // Sliding window, softcap, explicit scale, no LSE, each layout explicitly.
 std::vector<Case> feature_cases();
+// Causal and windowed problems with more work tiles than twice an H200's 132
+// SMs, so that each persistent CTA of the Hopper forward claims several
+// tiles from its counter (src/cuda/sm90/tile_scheduler.cuh).
+std::vector<Case> many_tile_cases();
 
 }  // namespace fa_test

@@ -295,14 +295,11 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   // the uniform form shortened its loop too (743 -> 724) but measured 3-7%
   // slower at head dim 128, non-causal (bench/sm90/NOTES.md).
   const int wg = kVarlen ? warpgroup_index_uniform() : static_cast<int>(threadIdx.x) / 128;
-  const int tid = static_cast<int>(threadIdx.x) % 128;
-
   if (threadIdx.x == 0) Mainloop<T>::init_barriers(sm);
   __syncthreads();
 
-  // Producer and consumers walk the same work-tile sequence and skip the
-  // same inactive tiles (varlen), so their barrier phases (Q once per tile,
-  // the K/V ring across tiles) stay paired. Rows and mask are the sequence's.
+  // The producer thread picks the work tiles and hands them to the
+  // consumers (tile_scheduler.cuh); rows and mask are the tile's sequence's.
   auto tile_rows = [&](const WorkTile& tile, int& r0, int& r1) {
     r0 = tile.m_block * T::kBlockM;
     r1 = min(r0 + T::kBlockM, tile.seqlen_q);
@@ -320,26 +317,29 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
       tma_prefetch_desc(&a.tm_o);
       PipeState<T::kStages> pipe;
       uint32_t it = 0;
-      for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride()) {
+      for (int t = Sched::first(); t < a.num_tiles; t = Sched::next(a, t)) {
         const WorkTile tile = Sched::template decode<kVarlen>(a, t);
         if (!tile.active(T::kBlockM)) continue;
+        Sched::publish(sm, it, t);
         int r0, r1;
         tile_rows(tile, r0, r1);
         Mainloop<T>::load(a, sm, tile, key_tile_range<T::kBlockN>(tile_mask(tile), r0, r1), it++, pipe);
       }
+      Sched::publish(sm, it, Sched::kNoTile);
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();
+    const int tid = static_cast<int>(threadIdx.x) % 128;
     PipeState<T::kStages> pipe;
-    uint32_t it = 0;
-    for (int t = Sched::first(); t < a.num_tiles; t += Sched::stride()) {
+    for (uint32_t it = 0;; ++it) {
+      const int t = Sched::receive(sm, it);
+      if (t == Sched::kNoTile) break;
       const WorkTile tile = Sched::template decode<kVarlen>(a, t);
-      if (!tile.active(T::kBlockM)) continue;
       int r0, r1;
       tile_rows(tile, r0, r1);
       const BlockMask mask = tile_mask(tile);
       consumer_tile<T, kVarlen>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0, r1,
-                       wg - 1, tid, it++, pipe);
+                       wg - 1, tid, it, pipe);
     }
     Epilogue<T>::drain(tid);
   }

@@ -30,15 +30,16 @@ namespace flashattn::detail::cuda::sm90 {
 #ifndef FLASHATTN_SM90_BLOCKM_HD64
 #define FLASHATTN_SM90_BLOCKM_HD64 192
 #endif
-// head_dim 128 (16-bit) takes three warpgroups too when the call has no
-// right mask bound (+5-10% at 16k tokens non-causal; kernel_traits.cuh runs
-// them in serial order, as S + O + P do not fit 160 registers); causal and
-// right-windowed calls keep 128 rows (level at 16k, more diagonal waste
-// below), chosen per call by sm90_forward.cu.
+// head_dim 128 (16-bit) takes three warpgroups too (+5-10% at 16k tokens
+// non-causal; kernel_traits.cuh runs them in serial order, as S + O + P do
+// not fit 160 registers). Causal and windowed calls joined them once the
+// masked tiles were scheduled dynamically (tile_scheduler.cuh): +3-8% at
+// 2k-16k, level at 512-1k (bench/sm90/NOTES.md). The 128-row instantiation
+// stays for A/B timing (FLASHATTN_SM90_HD128_BLOCKM=128, sm90_forward.cu).
 #ifndef FLASHATTN_SM90_BLOCKM_HD128
 #define FLASHATTN_SM90_BLOCKM_HD128 192
 #endif
-constexpr int kMaskedBlockMHd128 = 128;
+constexpr int kNarrowBlockMHd128 = 128;
 constexpr int block_m_for(int head_dim) {
   return head_dim <= 64    ? FLASHATTN_SM90_BLOCKM_HD64
          : head_dim <= 128 ? FLASHATTN_SM90_BLOCKM_HD128
@@ -92,6 +93,10 @@ struct KernelArgs {
   int num_m_blocks;
   int num_tiles;  // num_m_blocks * heads_q * batch work tiles
   int grid_ctas;  // persistent CTAs: min(num_tiles, #SMs)
+  // Dynamic schedule (tile_scheduler.cuh), for masked problems: the count of
+  // tiles claimed past the first gridDim.x, zeroed in stream order before the
+  // launch (sm90_forward.cu). nullptr: static round robin.
+  int* tile_counter;
   // fp8 inputs: per-tensor dequantisation factors (device pointers, nullptr
   // = 1), read by the consumers (kernel.cuh call_scales); unused otherwise.
   // tm_v then maps the transposed V (fp8_v_transpose.hpp).

@@ -157,9 +157,12 @@ struct FwdTraits {
   static constexpr int kVOff = kKOff + kStages * kKVBytes;
   static constexpr int kOOff = kVOff + kStages * kKVBytes;
   static constexpr int kBarOff = kOOff + (kSeparateO ? kOBytes : 0);
-  // Barriers: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S].
-  static constexpr int kNumBars = 2 + 4 * kStages;
-  static constexpr int kSmemBytes = kBarOff + 8 * kNumBars + 1024;  // + alignment slack
+  // Barriers: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S],
+  // tile_full[2], tile_empty[2]; then the two work-tile slots
+  // (tile_scheduler.cuh).
+  static constexpr int kNumBars = 2 + 4 * kStages + 4;
+  static constexpr int kTileSlotOff = kBarOff + 8 * kNumBars;
+  static constexpr int kSmemBytes = kTileSlotOff + 8 + 1024;  // + alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "exceeds the sm90 per-block shared memory");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0 && (kBlockN * 128) % 1024 == 0,
                 "every atom column must stay 1024-byte aligned");

@@ -41,6 +41,10 @@ struct SmemMap {
   __device__ __forceinline__ uint32_t k_empty(int s) const { return bar(2 + T::kStages + s); }
   __device__ __forceinline__ uint32_t v_full(int s) const { return bar(2 + 2 * T::kStages + s); }
   __device__ __forceinline__ uint32_t v_empty(int s) const { return bar(2 + 3 * T::kStages + s); }
+  // The producer's hand-over of work tiles to the consumers (two slots).
+  __device__ __forceinline__ uint32_t tile_full(int s) const { return bar(2 + 4 * T::kStages + s); }
+  __device__ __forceinline__ uint32_t tile_empty(int s) const { return bar(4 + 4 * T::kStages + s); }
+  __device__ __forceinline__ uint32_t tile_slot(int s) const { return base + T::kTileSlotOff + 4 * s; }
 };
 
 // Position in the K/V ring; it carries over from one work tile to the next.
@@ -71,6 +75,10 @@ struct Mainloop {
       mbar_init(sm.v_full(s), 1);
       mbar_init(sm.k_empty(s), T::kEmptyArrivals);
       mbar_init(sm.v_empty(s), T::kEmptyArrivals);
+    }
+    for (int s = 0; s < 2; ++s) {
+      mbar_init(sm.tile_full(s), 1);
+      mbar_init(sm.tile_empty(s), T::kEmptyArrivals);
     }
     fence_barrier_init();
   }

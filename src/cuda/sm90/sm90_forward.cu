@@ -62,26 +62,61 @@ Status check_device(int device) {
   return Status::Ok();
 }
 
+// FLASHATTN_<name>=128 or 192 (read once per process), else 0.
+int forced_block_m(const char* name) {
+  const char* e = std::getenv(name);
+  const int v = e != nullptr ? std::atoi(e) : 0;
+  return v == 128 || v == 192 ? v : 0;
+}
+
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
-// and 16-bit head_dim 128 ones with a right mask bound, and fp8 head_dim 128
-// (kernel_args.hpp). FLASHATTN_SM90_HD64_BLOCKM=128 or
-// 192 forces one for A/B timing (bench/sm90/NOTES.md).
+// with a right mask bound, and fp8 head_dim 128 (kernel_args.hpp). FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM
+// (16-bit) = 128 or 192 force one for A/B timing (bench/sm90/NOTES.md).
 int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
-  if (d == 128) return right_bounded ? kMaskedBlockMHd128 : block_m_for(d);
+  if (d == 128) {
+    static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
+    if (forced != 0) return forced;
+    return block_m_for(d);
+  }
   if (d != 64) return block_m_for(d);
-  static const int forced = [] {
-    const char* e = std::getenv("FLASHATTN_SM90_HD64_BLOCKM");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v == kShortMaskedBlockM || v == block_m_for(64) ? v : 0;
-  }();
+  static const int forced = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
   if (forced != 0) return forced;
   return right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ ? kShortMaskedBlockM : block_m_for(d);
 }
 
 bool is_empty(const FwdParams& p) {
   return p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0;
+}
+
+// A window side of -1, or one wide enough to hide nothing, is unbounded (-1).
+int clamp_window(int64_t w, int64_t sq, int64_t sk) {
+  return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w);
+}
+
+bool masked(const FwdParams& p) {
+  return clamp_window(p.window_left, p.seqlen_q, p.seqlen_k) >= 0 ||
+         clamp_window(p.window_right, p.seqlen_q, p.seqlen_k) >= 0;
+}
+
+// Masked (causal, windowed) problems claim their work tiles from a counter
+// (tile_scheduler.cuh) kept in the workspace, after fp8's V^T.
+// FLASHATTN_SM90_SCHEDULE=grid instead launches one CTA per masked tile and
+// lets the hardware dispatch them (the schedule before the counter; read
+// once per process, for A/B timing).
+bool grid_schedule_forced() {
+  static const bool forced = [] {
+    const char* e = std::getenv("FLASHATTN_SM90_SCHEDULE");
+    return e != nullptr && std::string(e) == "grid";
+  }();
+  return forced;
+}
+bool dynamic_schedule(const FwdParams& p) { return masked(p) && !grid_schedule_forced(); }
+constexpr size_t kCounterAlign = 256;
+size_t counter_offset(const FwdParams& p) {
+  const size_t vt = p.dtype == DType::F8E4M3 && p.seqlen_k > 0 ? fp8_vt_bytes(p) : 0;
+  return (vt + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
 // Every check, then the kernel arguments (tensor maps included). `vt`: the
@@ -140,8 +175,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   }
   if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
-  auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
-  const int block_m = choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right) >= 0, sq);
+  const int block_m = choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right, sq, sk) >= 0, sq);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
@@ -179,8 +213,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->seqlen_k = static_cast<int>(sk);
   args->heads_q = static_cast<int>(p.heads_q);
   args->group = static_cast<int>(p.heads_q / p.heads_kv);
-  args->window_left = clamp_window(p.window_left);
-  args->window_right = clamp_window(p.window_right);
+  args->window_left = clamp_window(p.window_left, sq, sk);
+  args->window_right = clamp_window(p.window_right, sq, sk);
   const int64_t num_m = (sq + block_m - 1) / block_m;
   const int64_t num_tiles = num_m * p.heads_q * p.batch;
   if (num_tiles > INT32_MAX) return unsupported("more than 2^31 query tiles");
@@ -188,12 +222,9 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (sms <= 0) return unsupported("cannot query the multiprocessor count");
   args->num_m_blocks = static_cast<int>(num_m);
   args->num_tiles = static_cast<int>(num_tiles);
-  // Unmasked tiles all cost the same: persistent CTAs (one per SM) keep in
-  // step, so the heads in flight stay few and their K/V stay in L2. Masked
-  // tiles differ in cost; persistent CTAs with a static schedule drift apart
-  // and spread over many heads (measured: causal 16k hdim 128 fell from ~600
-  // to ~380 TFLOP/s), so there each CTA takes one tile and the hardware's
-  // in-order block dispatch does the balancing, longest tiles first.
+  // One persistent CTA per SM at most; masked problems claim their tiles
+  // from args->tile_counter (set by run_forward), the others take them round
+  // robin (tile_scheduler.cuh says why).
   // Pingpong pays (a little: +3% causal hdim 128 at seqlen 512-1024) where
   // a work tile has few key tiles and the two consumer warpgroups would
   // otherwise hit the tensor cores and the MUFU at the same time; at long
@@ -211,9 +242,9 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->pingpong = pingpong_env >= 0                 ? pingpong_env
                    : FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK && p.head_dim <= 128 ? 1 : 0)
                                                   : FLASHATTN_SM90_PINGPONG;
-  const bool masked = args->window_left >= 0 || args->window_right >= 0;
-  args->grid_ctas = masked ? static_cast<int>(num_tiles)
-                           : static_cast<int>(std::min<int64_t>(num_tiles, sms));
+  args->grid_ctas = masked(p) && grid_schedule_forced() ? static_cast<int>(num_tiles)
+                                                         : static_cast<int>(std::min<int64_t>(num_tiles, sms));
+  args->tile_counter = nullptr;
   args->scale = p.scale;
   args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
   args->longest_first = args->window_right >= 0 ? 1 : 0;
@@ -250,14 +281,15 @@ Status can_implement(const FwdParams& p) noexcept {
 }
 
 size_t workspace_bytes(const FwdParams& p) noexcept {
-  return p.dtype == DType::F8E4M3 && !is_empty(p) && p.seqlen_k > 0 ? fp8_vt_bytes(p) : 0;
+  if (is_empty(p)) return 0;
+  return dynamic_schedule(p) ? counter_offset(p) + sizeof(int) : counter_offset(p);
 }
 
 Status run_forward(const FwdParams& p, void* workspace) noexcept {
   try {
     const bool fp8 = p.dtype == DType::F8E4M3;
-    if (fp8 && workspace == nullptr && workspace_bytes(p) > 0) {
-      return Status::Error(ErrorCode::Internal, "sm90 forward: fp8 needs its workspace");
+    if (workspace == nullptr && workspace_bytes(p) > 0) {
+      return Status::Error(ErrorCode::Internal, "sm90 forward: no workspace given");
     }
     KernelArgs args{};
     // With no keys the V^T map is never used; any aligned pointer will do.
@@ -266,8 +298,16 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
     if (is_empty(p)) return Status::Ok();
     DeviceGuard guard(p.device_index);
     cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+    if (dynamic_schedule(p)) {
+      args.tile_counter = reinterpret_cast<int*>(static_cast<uint8_t*>(workspace) + counter_offset(p));
+      const cudaError_t e = cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
+      if (e != cudaSuccess) {
+        return Status::Error(ErrorCode::CudaError,
+                             std::string("sm90 forward: cudaMemsetAsync: ") + cudaGetErrorString(e));
+      }
+    }
     if (fp8) {
-      if (workspace != nullptr) {
+      if (counter_offset(p) > 0) {  // V^T holds keys
         if (Status s = launch_fp8_v_transpose(p, static_cast<uint8_t*>(workspace), stream); !s.ok()) {
           return s;
         }
@@ -284,9 +324,9 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
         }
         return bf16 ? launch_fwd<__nv_bfloat16, 64>(args, stream) : launch_fwd<__half, 64>(args, stream);
       case 128:
-        if (args.block_m == kMaskedBlockMHd128) {
-          return bf16 ? launch_fwd<__nv_bfloat16, 128, kMaskedBlockMHd128>(args, stream)
-                      : launch_fwd<__half, 128, kMaskedBlockMHd128>(args, stream);
+        if (args.block_m == kNarrowBlockMHd128) {
+          return bf16 ? launch_fwd<__nv_bfloat16, 128, kNarrowBlockMHd128>(args, stream)
+                      : launch_fwd<__half, 128, kNarrowBlockMHd128>(args, stream);
         }
         return bf16 ? launch_fwd<__nv_bfloat16, 128>(args, stream)
                     : launch_fwd<__half, 128>(args, stream);

@@ -16,7 +16,8 @@ namespace flashattn::detail::cuda::sm90 {
 Status can_implement(const FwdParams& p) noexcept;
 
 // Device scratch run_forward needs: fp8's transposed V
-// (fp8_v_transpose.hpp), 0 otherwise.
+// (fp8_v_transpose.hpp), and for causal / windowed problems the counter
+// their work tiles are claimed from (tile_scheduler.cuh); 0 otherwise.
 size_t workspace_bytes(const FwdParams& p) noexcept;
 
 // Runs the forward on p.stream (asynchronous; no synchronisation). Writes

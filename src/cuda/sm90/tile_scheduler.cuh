@@ -1,9 +1,23 @@
-// Tile scheduler: persistent CTAs, static round robin. CTA c takes the work
-// tiles c, c + gridDim.x, ... so that its producer can load the next tile's
-// Q/K/V while the consumers finish the current one, and no CTA launch or
-// pipeline set-up sits between tiles. The host picks the grid
-// (sm90_forward.cu): min(#work tiles, #SMs) without a mask; #work tiles (one
-// each, dispatched in order by the hardware) with a causal/window mask.
+// Tile scheduler: persistent CTAs, one per SM at most, each walking a
+// sequence of work tiles so that its producer loads the next tile's Q/K/V
+// while the consumers finish the current one, and no CTA launch or pipeline
+// set-up sits between tiles.
+//
+// Which tiles a CTA takes: CTA c starts with tile c. Unmasked tiles all cost
+// the same, so the rest is a static round robin (c + gridDim.x, ...): the
+// CTAs keep in step and the heads in flight stay few. Masked (causal,
+// windowed) tiles differ in cost, and a static schedule lets the CTAs drift
+// apart over many heads (measured: causal 16k hdim 128 fell from ~600 to
+// ~380 TFLOP/s, bench/sm90/NOTES.md); there each CTA claims its next tile
+// from a global counter (KernelArgs::tile_counter), so the tiles start in
+// their global order, longest first, as they would if the hardware
+// dispatched one CTA per tile, but without a CTA's set-up per tile.
+//
+// Only the producer thread decides: it hands each active tile to the
+// consumers through two shared-memory slots (tile_full / tile_empty
+// mbarriers), and ends the sequence with kNoTile. So both roles see the same
+// tiles (varlen: tiles past a sequence's end are skipped by the producer
+// alone) and their barrier phases stay paired.
 //
 // Work tile t = (m_block, head, batch) with m fastest: the CTAs working at
 // the same time share a head's K/V in L2 (at seqlen 16k one head's K/V is
@@ -13,6 +27,7 @@
 #pragma once
 
 #include "kernel_args.hpp"
+#include "ptx.cuh"
 
 namespace flashattn::detail::cuda::sm90 {
 
@@ -28,10 +43,50 @@ struct WorkTile {
 };
 
 struct PersistentTileScheduler {
+  static constexpr int kNoTile = -1;
+
   static dim3 grid(const KernelArgs& a) { return dim3(static_cast<unsigned>(a.grid_ctas)); }
 
   __device__ static int first() { return static_cast<int>(blockIdx.x); }
-  __device__ static int stride() { return static_cast<int>(gridDim.x); }
+  // The tile this CTA takes after t, claimed once t's loads are issued: the
+  // producer runs a K/V ring ahead of the consumers, so the claim comes a
+  // few key tiles before the CTA can start the next tile and its round trip
+  // hides under those. (Claimed when t's loads started instead, a CTA held
+  // its next tile through all of t: at 16k tokens causal that cost up to a
+  // long tile's time at the end, 3-11%; bench/sm90/NOTES.md.)
+  __device__ static int next(const KernelArgs& a, int t) {
+    if (a.tile_counter != nullptr) return static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1);
+    return t + static_cast<int>(gridDim.x);
+  }
+
+  // Producer thread: hand tile t (or kNoTile) to the consumers as the
+  // CTA's hand-over number `n`. Slot n % 2's use n / 2 waits for the
+  // consumers to have read its use n / 2 - 1 (a fresh barrier's parity 1
+  // counts as complete).
+  template <class Smem>
+  __device__ static void publish(const Smem& sm, uint32_t n, int t) {
+    const int slot = static_cast<int>(n & 1);
+    mbar_wait(sm.tile_empty(slot), ((n >> 1) & 1) ^ 1);
+    st_shared_u32(sm.tile_slot(slot), static_cast<uint32_t>(t));
+    mbar_arrive(sm.tile_full(slot));  // release: the store above is visible to the waiters
+  }
+
+  // Consumer warp: the tile of hand-over number n. Lane 0 alone reads the
+  // slot and gives it back (so its own arrival orders the read before the
+  // producer's next write; racecheck flagged the variant in which every
+  // lane read and lane 0 arrived after a __syncwarp), then passes the tile
+  // to the other lanes.
+  template <class Smem>
+  __device__ static int receive(const Smem& sm, uint32_t n) {
+    const int slot = static_cast<int>(n & 1);
+    int t = 0;
+    if (threadIdx.x % 32 == 0) {
+      mbar_wait(sm.tile_full(slot), (n >> 1) & 1);
+      t = static_cast<int>(ld_shared_u32(sm.tile_slot(slot)));
+      mbar_arrive(sm.tile_empty(slot));
+    }
+    return __shfl_sync(0xffffffffu, t, 0);
+  }
 
   template <bool kVarlen>
   __device__ static WorkTile decode(const KernelArgs& a, int t) {
