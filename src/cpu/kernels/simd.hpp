@@ -86,8 +86,6 @@ inline vf vtanh(vf x) {
   return vsel(a < vsplat(0.625f), small, big);
 }
 
-// s = cap * tanh(acc), where acc already holds (scale/cap) * q.k; -inf marks a
-// masked element and stays -inf.
 // Q's folded factor: the softmax scale, or scale / cap with a softcap (the
 // kernels apply the cap to scale * q.k / cap). Kept >= FLT_MIN: a scale so
 // small that scale / cap underflows to 0 turned a masked score's -inf into
@@ -99,6 +97,8 @@ inline float q_factor(float scale, float softcap) {
   return f < std::numeric_limits<float>::min() ? std::numeric_limits<float>::min() : f;
 }
 
+// s = cap * tanh(acc), where acc already holds (scale/cap) * q.k; -inf marks a
+// masked element and stays -inf.
 inline vf vsoftcap(vf acc, float cap) {
   vf s = vsplat(cap) * vtanh(acc);
   return vsel(acc == vsplat(kNegInf), vsplat(kNegInf), s);
