@@ -176,13 +176,18 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   const bool in_place = kStrided32 && d == dp && ncol <= NR;
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
+    const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
+    // V's inf/NaN matter only where P has exact zeros (masked or dropped
+    // entries, pv_skipping_zeros below): full tiles without dropout skip the
+    // check (it was 12% of a decode call's time; bench/NOTES.md).
+    const bool check_v = partial || dropout;
     const float *kt = kb, *vt = vb;
     int64_t ldk = d, ldv = dp;
     bool vbad = false;
     if constexpr (kStrided32) {
       if (in_place) {
         kt = K.row(c0), vt = V.row(c0), ldk = K.seq_stride, ldv = V.seq_stride;
-        for (int64_t j = 0; j < nk && !vbad; ++j) vbad = has_nonfinite(vt + j * ldv, d);
+        for (int64_t j = 0; j < nk && check_v && !vbad; ++j) vbad = has_nonfinite(vt + j * ldv, d);
       }
     }
     if (!in_place) {
@@ -191,9 +196,8 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
         load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
         for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
       }
-      vbad = has_nonfinite(vb, nk * dp);
+      vbad = check_v && has_nonfinite(vb, nk * dp);
     }
-    const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
     // The next tile's K/V rows are prefetched a slice per column chunk of the
     // softmax below: spread out, the misses overlap the exp work instead of
     // filling the line-fill buffers in one burst.
@@ -508,10 +512,14 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   // One head alone (bf16 on AMX) takes its whole slice in one call, which
   // prefetches its next tile itself.
   const int64_t step = nh > 1 ? FBC : std::max<int64_t>(c_end - c_begin, 1);
+#ifndef FA_DECODE_PF_AHEAD
+#define FA_DECODE_PF_AHEAD 1
+#endif
+  constexpr int64_t kAhead = FA_DECODE_PF_AHEAD * FBC;
   for (int64_t c0 = c_begin; c0 < std::max(c_end, c_begin + 1); c0 += step) {
     for (int64_t j = 0; j < nh; ++j) {  // an empty slice still initialises O, m, l
-      const int64_t n1 = nh > 1 ? std::min(c_end, c0 + 2 * FBC) - (c0 + FBC) : 0;
-      for (int64_t r = c0 + FBC + n1 * j / nh; r < c0 + FBC + n1 * (j + 1) / nh; ++r) {
+      const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
+      for (int64_t r = c0 + kAhead + n1 * j / nh; r < c0 + kAhead + n1 * (j + 1) / nh; ++r) {
         prefetch_run(k0, kl, r);
         prefetch_run(v0, vl, r);
       }
