@@ -58,6 +58,10 @@ std::vector<KvCase> kv_cases() {
   v.push_back(kv(DType::F16, 1, 8, 1, 256, {700, 33}, 1, 768, 48, false));
   v.push_back(kv(DType::BF16, 1, 4, 2, 192, {513, 0, 64}, 0, 520, 0, false, 5));
   v.push_back(kv(DType::BF16, 2, 8, 2, 96, {300}, 1, 320, 16, true));
+  // fp32 decode steps whose query columns (Sq x group) are not a power of
+  // two: the CPU's dot_rows pads them to 4 and 8 (zero rows), head dim 96.
+  v.push_back(kv(DType::F32, 3, 2, 2, 128, {77, 5}, 0, 96, 0, true));
+  v.push_back(kv(DType::F32, 3, 4, 2, 96, {77, 5}, 1, 96, 0, true));
   // More KV heads than the CPU decode path runs together (8): two head groups.
   v.push_back(kv(DType::F32, 1, 24, 12, 64, {500, 3}, 1, 512, 0, false));
   v.push_back(kv(DType::BF16, 2, 24, 12, 128, {300}, 2, 320, 16, true));

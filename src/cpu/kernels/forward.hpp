@@ -42,6 +42,7 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 struct FwdLayout {
   int64_t dpad;                              // head_dim rounded up to whole vectors
   size_t qt, k, v, s, o, m, l, al, tmp, lohi, qpos, zr, per_thread;  // float offsets in one thread's slice
+  size_t qr = 0;  // (scale Q) rows of the first kDotCols columns, kDotCols x dpad (dot_rows)
   size_t qv = 0, kb16 = 0, vt16 = 0, pv = 0, ot = 0;  // AMX only (forward_amx.hpp): bf16 pairs per float
 };
 
@@ -68,6 +69,9 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.lohi = c.take(2 * FBR);         // int32 key bounds per query column (masking)
   L.qpos = c.take(FBR);             // ALiBi: i + Sk - Sq per query column
   L.zr = c.take(FBC);               // dropout: Z / (1 - p) of one column's keys
+#if !FA_AMX
+  L.qr = c.take(kDotCols * L.dpad);
+#endif
 #if FA_AMX
   const int64_t dq32 = round_up(d, 32);
   L.qv = c.take(dq32 / 2 * FBR);      // Q^T, VNNI pairs of bf16: dq32/2 x FBR
@@ -174,6 +178,13 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   // GEMMs of a wide query tile re-read from L1.
   constexpr bool kStrided32 = std::is_same_v<KV, Rows<const float>>;
   const bool in_place = kStrided32 && d == dp && ncol <= NR;
+  // A decode step's few query columns (one vector of them): S by dot_rows
+  // along the head dimension, with that many columns rounded up to a power
+  // of two (0: the GEMM). (Q rows for it come from load_columns, L.qr.)
+  int dot_cols = 0;
+  if (in_place && ncol == VW && nq <= kDotCols && nq <= VW) {
+    dot_cols = nq <= 1 ? 1 : nq <= 2 ? 2 : nq <= 4 ? 4 : kDotCols;
+  }
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
@@ -203,7 +214,17 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // filling the line-fill buffers in one burst.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
-    gemm<false>(nk, ncol, d, kt, ldk, 1, qt, FBR, s, FBR);
+    if (dot_cols) {
+      const float* qr = ws + L.qr;
+      switch (dot_cols) {
+        case 1: dot_rows<1>(nk, d, kt, ldk, qr, s, FBR); break;
+        case 2: dot_rows<2 <= VW ? 2 : 1>(nk, d, kt, ldk, qr, s, FBR); break;
+        case 4: dot_rows<4 <= VW ? 4 : 1>(nk, d, kt, ldk, qr, s, FBR); break;
+        default: dot_rows<kDotCols <= VW ? kDotCols : 1>(nk, d, kt, ldk, qr, s, FBR); break;
+      }
+    } else {
+      gemm<false>(nk, ncol, d, kt, ldk, 1, qt, FBR, s, FBR);
+    }
     if (partial) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
@@ -313,6 +334,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
     } else {
       load_row(qrow, tmp, d, qscale);
       for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
+      if (c < kDotCols) std::memcpy(ws + L.qr + c * L.dpad, tmp, sizeof(float) * size_t(d));
     }
     const KeyRange r = mask.keys(i);
     lo[c] = int32_t(r.begin);
@@ -327,6 +349,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   if constexpr (!kTiles) {
     for (int64_t k = 0; k < d; ++k)
       for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
+    for (int64_t c = nq; c < kDotCols; ++c) std::memset(ws + L.qr + c * L.dpad, 0, sizeof(float) * size_t(d));
   }
   for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
 #if FA_AMX

@@ -104,4 +104,89 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, ptrdiff
   }
 }
 
+// ---- Scores of a few query rows against many key rows --------------------
+// The decode shape: S[j][c] = K_j . Q_c for up to kDotCols query rows (the
+// GQA group of one decode step) and a tile of key rows. gemm() vectorises
+// over the query columns, so with 8 of them in 16-lane vectors half of every
+// FMA was padding; here the vectors run along the head dimension (every lane
+// useful), two key rows at a time, and each key's NC partial-sum vectors are
+// folded into one vector of NC sums by a shuffle-and-add tree (about 3 shuffle
+// or add instructions per column per key against d / VW FMAs per column).
+
+constexpr int kDotCols = 8;
+
+namespace dot_detail {
+// Lane o of the combination of a and b (each holding W / G columns of G
+// partial-sum lanes) into one vector of 2W / G columns of G / 2 lanes: the
+// first (lo) or second (hi) half of column o / (G / 2)'s lanes; columns of a
+// first, then b's (lanes of b are W + i in the shuffle's numbering).
+template <int W, int G, bool kHi>
+constexpr int src_lane(int o) {
+  const int m = W / G, u = o / (G / 2), e = o % (G / 2);
+  return (u < m ? 0 : W) + (u % m) * G + e + (kHi ? G / 2 : 0);
+}
+template <int G, size_t... I>
+inline vf fold(vf a, vf b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(a, b, src_lane<VW, G, false>(int(I))...) +
+         __builtin_shufflevector(a, b, src_lane<VW, G, true>(int(I))...);
+}
+// n vectors of VW partial sums (one per column) -> lane c of the result holds
+// column c's total, c < n (n a power of two, at most VW).
+template <int N, int G = VW>
+inline vf fold_columns(vf* v) {
+  if constexpr (G == 1) {
+    return v[0];
+  } else if constexpr (N == 1) {  // one vector left: fold it with itself
+    v[0] = fold<G>(v[0], v[0], std::make_index_sequence<VW>());
+    return fold_columns<1, G / 2>(v);
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < N / 2; ++i) v[i] = fold<G>(v[2 * i], v[2 * i + 1], std::make_index_sequence<VW>());
+    return fold_columns<N / 2, G / 2>(v);
+  }
+}
+}  // namespace dot_detail
+
+// s[j * lds + c] = K[j * ldk + 0 .. d) . q[c * d + 0 .. d) for j < nk, c < NC
+// (NC a power of two, at most VW and kDotCols), and 0 for NC <= c < VW.
+// d a multiple of VW.
+template <int NC>
+void dot_rows(int64_t nk, int64_t d, const float* K, int64_t ldk, const float* q, float* s,
+              int64_t lds) {
+  static_assert(NC >= 1 && NC <= VW && NC <= kDotCols && (NC & (NC - 1)) == 0, "NC");
+  vi keep;
+#pragma GCC unroll 16
+  for (int i = 0; i < VW; ++i) keep[i] = i < NC ? -1 : 0;
+  int64_t j = 0;
+  for (; j + 2 <= nk; j += 2) {
+    const float *k0 = K + j * ldk, *k1 = k0 + ldk;
+    vf a0[NC], a1[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) a0[c] = a1[c] = vsplat(0.0f);
+    for (int64_t e = 0; e < d; e += VW) {
+      const vf x0 = vload(k0 + e), x1 = vload(k1 + e);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        const vf y = vload(q + c * d + e);
+        a0[c] += x0 * y;
+        a1[c] += x1 * y;
+      }
+    }
+    vstore(s + j * lds, vsel(keep, dot_detail::fold_columns<NC>(a0), vsplat(0.0f)));
+    vstore(s + (j + 1) * lds, vsel(keep, dot_detail::fold_columns<NC>(a1), vsplat(0.0f)));
+  }
+  if (j < nk) {
+    const float* k0 = K + j * ldk;
+    vf a0[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) a0[c] = vsplat(0.0f);
+    for (int64_t e = 0; e < d; e += VW) {
+      const vf x0 = vload(k0 + e);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) a0[c] += x0 * vload(q + c * d + e);
+    }
+    vstore(s + j * lds, vsel(keep, dot_detail::fold_columns<NC>(a0), vsplat(0.0f)));
+  }
+}
+
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
