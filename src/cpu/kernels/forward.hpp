@@ -180,9 +180,11 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   const bool in_place = kStrided32 && d == dp && ncol <= NR;
   // A decode step's few query columns (one vector of them): S by dot_rows
   // along the head dimension, with that many columns rounded up to a power
-  // of two (0: the GEMM). (Q rows for it come from load_columns, L.qr.)
+  // of two (0: the GEMM), on K in place or on its converted tile (rows of d
+  // floats: d a whole number of vectors). (Q rows come from load_columns,
+  // L.qr.)
   int dot_cols = 0;
-  if (in_place && ncol == VW && nq <= kDotCols && nq <= VW) {
+  if (d == dp && ncol == VW && nq <= kDotCols && nq <= VW) {
     dot_cols = nq <= 1 ? 1 : nq <= 2 ? 2 : nq <= 4 ? 4 : kDotCols;
   }
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
