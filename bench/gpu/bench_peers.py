@@ -51,6 +51,20 @@ def header(out):
           file=out, flush=True)
 
 
+def grid_qkv(hdims, seqlens, requires_grad=True):
+    """DESIGN.md's grid: per head dim d and seqlen n, batch b = 16384 / n and
+    h = 2048 / d heads; yields (d, n, b, h, q, k, v) with fresh bf16 tensors
+    in BSHD storage, as flash-attn users hold them (SDPA gets the BHSD view)."""
+    for d in hdims:
+        for n in seqlens:
+            b, h = 16384 // n, 2048 // d
+            q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=requires_grad)
+                       for _ in range(3))
+            yield d, n, b, h, q, k, v
+            del q, k, v
+            torch.cuda.empty_cache()
+
+
 class Tee:
     """stdout plus, when a path is given, that CSV file."""
 
@@ -83,42 +97,35 @@ def main():
     print("impl,pass,hdim,seqlen,causal,batch,heads,ms,tflops", file=out, flush=True)
     torch.manual_seed(0)
     backends = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}
-    for d in ints(a.hdims):
-        for n in ints(a.seqlens):
-            b, h = 16384 // n, 2048 // d
-            # BSHD storage, as flash-attn users hold it; SDPA gets the BHSD view.
-            q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                       for _ in range(3))
-            for causal in ints(a.causal):
-                impls = {"flashattn": lambda q, k, v, c: flashattn.flash_attn_func(q, k, v, causal=bool(c)),
-                         # deterministic=True: the backward's fixed dQ summation order
-                         "flashattn_det": lambda q, k, v, c: flashattn.flash_attn_func(
-                             q, k, v, causal=bool(c), deterministic=True)}
-                for name, be in backends.items():
-                    def fn(q, k, v, c, be=be):
-                        with sdpa_kernel([be]):
-                            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                                               v.transpose(1, 2), is_causal=bool(c))
-                        return o.transpose(1, 2)
-                    impls[name] = fn
-                for name in a.impls.split(","):
-                    fn = impls[name]
-                    for mode in a.passes.split(","):
-                        try:
-                            if mode == "fwd":
-                                f = lambda: fn(q, k, v, causal)
-                            else:
-                                o = fn(q, k, v, causal)
-                                g = torch.randn_like(o)
-                                f = lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
-                            ms = median_ms(f, repeat=30)
-                            tf = flops(b, h, n, d, causal, mode) / ms / 1e9
-                            print(f"{name},{mode},{d},{n},{causal},{b},{h},{ms:.4f},{tf:.1f}", file=out, flush=True)
-                        except Exception as e:  # a peer without this shape: record, go on
-                            print(f"{name},{mode},{d},{n},{causal},{b},{h},nan,nan  # {type(e).__name__}: {str(e)[:100]}",
-                                  file=out, flush=True)
-            del q, k, v
-            torch.cuda.empty_cache()
+    for d, n, b, h, q, k, v in grid_qkv(ints(a.hdims), ints(a.seqlens)):
+        for causal in ints(a.causal):
+            impls = {"flashattn": lambda q, k, v, c: flashattn.flash_attn_func(q, k, v, causal=bool(c)),
+                     # deterministic=True: the backward's fixed dQ summation order
+                     "flashattn_det": lambda q, k, v, c: flashattn.flash_attn_func(
+                         q, k, v, causal=bool(c), deterministic=True)}
+            for name, be in backends.items():
+                def fn(q, k, v, c, be=be):
+                    with sdpa_kernel([be]):
+                        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                           v.transpose(1, 2), is_causal=bool(c))
+                    return o.transpose(1, 2)
+                impls[name] = fn
+            for name in a.impls.split(","):
+                fn = impls[name]
+                for mode in a.passes.split(","):
+                    try:
+                        if mode == "fwd":
+                            f = lambda: fn(q, k, v, causal)
+                        else:
+                            o = fn(q, k, v, causal)
+                            g = torch.randn_like(o)
+                            f = lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
+                        ms = median_ms(f, repeat=30)
+                        tf = flops(b, h, n, d, causal, mode) / ms / 1e9
+                        print(f"{name},{mode},{d},{n},{causal},{b},{h},{ms:.4f},{tf:.1f}", file=out, flush=True)
+                    except Exception as e:  # a peer without this shape: record, go on
+                        print(f"{name},{mode},{d},{n},{causal},{b},{h},nan,nan  # {type(e).__name__}: {str(e)[:100]}",
+                              file=out, flush=True)
 
 
 if __name__ == "__main__":

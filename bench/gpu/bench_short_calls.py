@@ -26,7 +26,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import flashattn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_peers import Tee, flops, header  # noqa: E402
+from bench_peers import Tee, flops, grid_qkv, header  # noqa: E402
 from timing import cuda_time_ms, kernel_time, median_ms  # noqa: E402
 
 
@@ -54,38 +54,32 @@ def main():
     header(out)
     print("impl,pass,hdim,seqlen,causal,event_ms,stream_ms,kernel_ms,host_us,tflops_event,tflops_kernel",
           file=out, flush=True)
-    for d in ints(a.hdims):
-        for n in ints(a.seqlens):
-            b, h = 16384 // n, 2048 // d
-            q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                       for _ in range(3))
-            for c in ints(a.causal):
-                def fa(c=c):
-                    return flashattn.flash_attn_func(q, k, v, causal=bool(c))
+    for d, n, b, h, q, k, v in grid_qkv(ints(a.hdims), ints(a.seqlens)):
+        for c in ints(a.causal):
+            def fa(c=c):
+                return flashattn.flash_attn_func(q, k, v, causal=bool(c))
 
-                def cudnn(c=c):
-                    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                                           v.transpose(1, 2), is_causal=bool(c))
-                    return o.transpose(1, 2)
+            def cudnn(c=c):
+                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                    o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                       v.transpose(1, 2), is_causal=bool(c))
+                return o.transpose(1, 2)
 
-                for name, fn in (("flashattn", fa), ("sdpa_cudnn", cudnn)):
-                    if a.mode == "fwd":
-                        f = fn
-                    else:
-                        o = fn()
-                        g = torch.randn_like(o)
-                        f = lambda o=o, g=g: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
-                    ev = median_ms(f, repeat=30)
-                    st = cuda_time_ms(f, iters=20)
-                    _, km = kernel_time(f, only=None, span=True)
-                    hu = host_us(f)
-                    fl = flops(b, h, n, d, c, a.mode)
-                    tk = f"{fl / km / 1e9:.1f}" if km else "nan"
-                    print(f"{name},{a.mode},{d},{n},{c},{ev:.4f},{st:.4f},{km if km else float('nan'):.4f},"
-                          f"{hu:.1f},{fl / ev / 1e9:.1f},{tk}", file=out, flush=True)
-            del q, k, v
-            torch.cuda.empty_cache()
+            for name, fn in (("flashattn", fa), ("sdpa_cudnn", cudnn)):
+                if a.mode == "fwd":
+                    f = fn
+                else:
+                    o = fn()
+                    g = torch.randn_like(o)
+                    f = lambda o=o, g=g: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
+                ev = median_ms(f, repeat=30)
+                st = cuda_time_ms(f, iters=20)
+                _, km = kernel_time(f, only=None, span=True)
+                hu = host_us(f)
+                fl = flops(b, h, n, d, c, a.mode)
+                tk = f"{fl / km / 1e9:.1f}" if km else "nan"
+                print(f"{name},{a.mode},{d},{n},{c},{ev:.4f},{st:.4f},{km if km else float('nan'):.4f},"
+                      f"{hu:.1f},{fl / ev / 1e9:.1f},{tk}", file=out, flush=True)
 
 
 if __name__ == "__main__":
