@@ -6,13 +6,21 @@ torch CPU SDPA, in one run with the same thread count.
 Shapes: batch 1, one query token, 32 query heads / 4 KV heads (GQA 8:1),
 head dim 128, context 1k ... 64k, fp32 and bf16. Bandwidth = K/V bytes /
 time. The read loop is torch.sum over a fresh 1 GiB fp32 tensor (larger than
-any cache), its bytes / time. The 2-core machine is shared with compiles: each
+any cache), its bytes / time. Each timed call reads the next of enough copies
+of the caches to fill --rotate-bytes (default 1 GiB), so that, as in a model's
+decode step (every other layer's cache passes through between two uses of
+one), K and V come from memory and not from a last-level cache that can hold
+them (260 MiB of L3 on the tenth session's host); --rotate-bytes 0 times one
+copy, cache-warm. The 2-core machine is shared with compiles: each
 point is the median of 15 timed calls after 3 warm-up calls, and the spread
 (min .. max) is printed beside it.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/cpu/bench_decode.py [out.csv]
 """
+import argparse
 import datetime
+import itertools
+import math
 import subprocess
 import sys
 
@@ -26,7 +34,11 @@ HQ, HKV, D = 32, 4, 128
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else None
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv", nargs="?")
+    ap.add_argument("--rotate-bytes", type=float, default=float(1 << 30))
+    a = ap.parse_args()
+    out = a.csv
     nt = torch.get_num_threads()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     big = torch.ones(1 << 28, dtype=torch.float32)  # 1 GiB
@@ -34,6 +46,7 @@ def main():
     read_gbps = big.numel() * 4 / r_med / 1e9
     lines = [f"# cpu decode, threads={nt}, date={datetime.datetime.now(datetime.timezone.utc).isoformat()} commit={commit} "
              f"torch={torch.__version__}",
+             f"# caches rotated over {a.rotate_bytes / 2**20:.0f} MiB per shape (0: one copy, cache-warm)",
              f"# streaming read (torch.sum, 1 GiB fp32): median {read_gbps:.2f} GB/s "
              f"(spread {big.numel() * 4 / r_max / 1e9:.2f} .. {big.numel() * 4 / r_min / 1e9:.2f})",
              "impl,dtype,context,ms_median,ms_min,ms_max,kv_mbytes,gbps,frac_read"]
@@ -46,9 +59,19 @@ def main():
             vc = torch.randn(1, ctx, HKV, D, generator=g).to(dtype)
             q = torch.randn(1, 1, HQ, D, generator=g).to(dtype)
             kv_bytes = 2 * kc.numel() * kc.element_size()
-            qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
-            impls = (("flashattn", lambda: flashattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=ctx)),
-                     ("torch_sdpa", lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)))
+            n = max(1, math.ceil(a.rotate_bytes / kv_bytes))
+            caches = [(kc, vc)] + [(kc.clone(), vc.clone()) for _ in range(n - 1)]
+            nxt = itertools.cycle(range(n))
+
+            def fa():
+                k, v = caches[next(nxt)]
+                return flashattn.flash_attn_with_kvcache(q, k, v, cache_seqlens=ctx)
+
+            def sdpa():
+                k, v = caches[next(nxt)]
+                return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                      enable_gqa=True)
+            impls = (("flashattn", fa), ("torch_sdpa", sdpa))
             for name, f in impls:
                 med, tmin, tmax = timed(f, 15, warmup=3)
                 gbps = kv_bytes / med / 1e9
@@ -56,6 +79,7 @@ def main():
                         f"{tmax * 1e3:.3f},{kv_bytes / 1e6:.1f},{gbps:.2f},{gbps / read_gbps:.2f}")
                 print(line, flush=True)
                 lines.append(line)
+            del caches, kc, vc
     if out:
         with open(out, "w") as fh:
             fh.write("\n".join(lines) + "\n")
