@@ -495,6 +495,12 @@ inline size_t decode_extra_floats(const FwdParams& p) {
   return ns > 1 ? size_t(p.batch * p.heads_kv * ns) * partial_floats(p) : 0;
 }
 
+// Key tiles ahead of the current one that a decode task prefetches (a knob
+// for experiments; measured, bench/NOTES.md: one tile is best).
+#ifndef FA_DECODE_PF_AHEAD
+#define FA_DECODE_PF_AHEAD 1
+#endif
+
 // One decode task: KV heads [hk0, hk0 + nh) of sequence sp, key slice `split`
 // of nsplit. It runs every head on a tile before moving to the next: a
 // [batch, seq, heads, d] cache holds one head's row as d values every
@@ -537,9 +543,6 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   // One head alone (bf16 on AMX) takes its whole slice in one call, which
   // prefetches its next tile itself.
   const int64_t step = nh > 1 ? FBC : std::max<int64_t>(c_end - c_begin, 1);
-#ifndef FA_DECODE_PF_AHEAD
-#define FA_DECODE_PF_AHEAD 1
-#endif
   // Software prefetch pays for fp32 tiles read in place (64k keys, caches
   // cold: 12.3-12.9 GB/s without it, 16.7-17.1 one tile ahead, 15.5 two, 14.0
   // four); for converted 16-bit tiles it measured 5-9% slower than the
