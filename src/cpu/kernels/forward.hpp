@@ -46,6 +46,16 @@ struct FwdLayout {
   size_t qv = 0, kb16 = 0, vt16 = 0, pv = 0, ot = 0;  // AMX only (forward_amx.hpp): bf16 pairs per float
 };
 
+// Query columns dot_rows computes a tile's scores for (their count rounded
+// up to a power of two), or 0 for the GEMM: a decode step's few columns, one
+// vector of them, head_dim a whole number of vectors (so K rows, in place
+// or converted, are d floats apart with no padding). load_columns keeps
+// those columns' Q rows (L.qr) only then.
+inline int dot_cols(int64_t d, int64_t nq, int64_t ncol) {
+  if (d % VW != 0 || ncol != VW || nq > kDotCols) return 0;
+  return nq <= 1 ? 1 : nq <= 2 ? 2 : nq <= 4 ? 4 : kDotCols;
+}
+
 inline FwdLayout fwd_layout(int64_t d) {
   FwdLayout L;
   L.dpad = round_up(d, VW);
@@ -178,15 +188,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   // GEMMs of a wide query tile re-read from L1.
   constexpr bool kStrided32 = std::is_same_v<KV, Rows<const float>>;
   const bool in_place = kStrided32 && d == dp && ncol <= NR;
-  // A decode step's few query columns (one vector of them): S by dot_rows
-  // along the head dimension, with that many columns rounded up to a power
-  // of two (0: the GEMM), on K in place or on its converted tile (rows of d
-  // floats: d a whole number of vectors). (Q rows come from load_columns,
-  // L.qr.)
-  int dot_cols = 0;
-  if (d == dp && ncol == VW && nq <= kDotCols && nq <= VW) {
-    dot_cols = nq <= 1 ? 1 : nq <= 2 ? 2 : nq <= 4 ? 4 : kDotCols;
-  }
+  const int ndot = dot_cols(d, nq, ncol);  // S by dot_rows, on K in place or converted
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
@@ -216,13 +218,13 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // filling the line-fill buffers in one burst.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
-    if (dot_cols) {
+    if (ndot) {
       const float* qr = ws + L.qr;
-      switch (dot_cols) {
+      switch (ndot) {  // (VW >= 4 in every build; 8 columns need VW >= 8)
         case 1: dot_rows<1>(nk, d, kt, ldk, qr, s, FBR); break;
-        case 2: dot_rows<2 <= VW ? 2 : 1>(nk, d, kt, ldk, qr, s, FBR); break;
-        case 4: dot_rows<4 <= VW ? 4 : 1>(nk, d, kt, ldk, qr, s, FBR); break;
-        default: dot_rows<kDotCols <= VW ? kDotCols : 1>(nk, d, kt, ldk, qr, s, FBR); break;
+        case 2: dot_rows<2>(nk, d, kt, ldk, qr, s, FBR); break;
+        case 4: dot_rows<4>(nk, d, kt, ldk, qr, s, FBR); break;
+        default: dot_rows<kDotCols <= VW ? kDotCols : 4>(nk, d, kt, ldk, qr, s, FBR); break;
       }
     } else {
       gemm<false>(nk, ncol, d, kt, ldk, 1, qt, FBR, s, FBR);
@@ -325,6 +327,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   constexpr bool kTiles = false;
 #endif
   ColumnBounds cb{{INT64_MAX, 0}, 0, INT64_MAX};
+  const int ndot = dot_cols(d, nq, ncol);
   for (int64_t c = 0; c < nq; ++c) {
     int64_t h, i;
     col(c, &h, &i);
@@ -336,7 +339,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
     } else {
       load_row(qrow, tmp, d, qscale);
       for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
-      if (c < kDotCols) std::memcpy(ws + L.qr + c * L.dpad, tmp, sizeof(float) * size_t(d));
+      if (ndot) std::memcpy(ws + L.qr + c * L.dpad, tmp, sizeof(float) * size_t(d));
     }
     const KeyRange r = mask.keys(i);
     lo[c] = int32_t(r.begin);
@@ -351,7 +354,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   if constexpr (!kTiles) {
     for (int64_t k = 0; k < d; ++k)
       for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
-    for (int64_t c = nq; c < kDotCols; ++c) std::memset(ws + L.qr + c * L.dpad, 0, sizeof(float) * size_t(d));
+    for (int64_t c = nq; c < ndot; ++c) std::memset(ws + L.qr + c * L.dpad, 0, sizeof(float) * size_t(d));
   }
   for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
 #if FA_AMX
@@ -550,10 +553,12 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   constexpr int64_t kAhead = std::is_same_v<T, float> ? FA_DECODE_PF_AHEAD * FBC : 0;
   for (int64_t c0 = c_begin; c0 < std::max(c_end, c_begin + 1); c0 += step) {
     for (int64_t j = 0; j < nh; ++j) {  // an empty slice still initialises O, m, l
-      const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
-      for (int64_t r = c0 + kAhead + n1 * j / nh; kAhead > 0 && r < c0 + kAhead + n1 * (j + 1) / nh; ++r) {
-        prefetch_run(k0, kl, r);
-        prefetch_run(v0, vl, r);
+      if constexpr (kAhead > 0) {
+        const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
+        for (int64_t r = c0 + kAhead + n1 * j / nh; r < c0 + kAhead + n1 * (j + 1) / nh; ++r) {
+          prefetch_run(k0, kl, r);
+          prefetch_run(v0, vl, r);
+        }
       }
       attend(L, slice(j), sp.head_dim, nq, ncol, sp.seqlen_k, c0, std::min(c0 + step, c_end), cb.full_lo,
              cb.full_hi, kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0 + j),

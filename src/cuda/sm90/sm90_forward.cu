@@ -70,8 +70,9 @@ int forced_block_m(const char* name) {
 }
 
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
-// with a right mask bound, and fp8 head_dim 128 (kernel_args.hpp). FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM
-// (16-bit) = 128 or 192 force one for A/B timing (bench/sm90/NOTES.md).
+// with a right mask bound, and fp8 head_dim 128 (kernel_args.hpp).
+// FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 128
+// or 192 force one for A/B timing (bench/sm90/NOTES.md).
 int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
