@@ -202,6 +202,67 @@ TEST(VarlenIsolation, NonFiniteNextSequenceStaysOut) {
   }
 }
 
+// The backward's isolation: with sequence 1's Q, K, V and dO all NaN,
+// sequence 0's dQ, dK and dV are finite and bit for bit what they were with
+// finite data, and sequence 1's are NaN. Sequence 0 ends inside a query tile
+// (37 queries) and inside a key tile (45 keys) at every tile shape, so the
+// Hopper backward's TMA loads bring sequence 1's rows into both; it must
+// zero them before its products (0 * NaN is NaN). Head dims 64, 128, 256:
+// each tile shape, deterministic or not.
+TEST(VarlenIsolation, BackwardNonFiniteNextSequenceStaysOut) {
+  const Device dev = test_devices()[0];
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  for (int64_t d : {64, 128, 256}) {
+    for (bool det : {false, true}) {
+      SCOPED_TRACE("head_dim " + std::to_string(d) + (det ? ", deterministic" : ""));
+      VarlenCase c;
+      c.dtype = DType::BF16;
+      c.lens_q = {37, 50};
+      c.lens_k = {45, 70};
+      c.heads_q = 4;
+      c.heads_kv = 2;
+      c.head_dim = d;
+      c.deterministic = det;
+      VarlenInstance in = make_varlen(dev, c, true);
+      flashattn::Status st = flashattn::forward(in.fwd_args());
+      if (skip_if_unsupported(dev, st)) GTEST_SKIP() << st.message;
+      ASSERT_TRUE(st.ok()) << st.message;
+      st = flashattn::backward(in.bwd_args());
+      if (skip_if_unsupported(dev, st)) GTEST_SKIP() << st.message;
+      ASSERT_TRUE(st.ok()) << st.message;
+      const std::vector<double> dq0 = in.dq.read(), dk0 = in.dk.read(), dv0 = in.dv.read();
+
+      const size_t q_row = static_cast<size_t>(c.heads_q * d), k_row = static_cast<size_t>(c.heads_kv * d);
+      const size_t q_end = 37 * q_row, k_end = 45 * k_row;  // sequence 0's elements
+      std::vector<double> q = in.qd, dout = in.dod, k = in.kd, v = in.vd;
+      for (size_t i = q_end; i < q.size(); ++i) q[i] = dout[i] = std::nan("");
+      for (size_t i = k_end; i < k.size(); ++i) k[i] = v[i] = std::nan("");
+      in.q.write(q);
+      in.dout.write(dout);
+      in.k.write(k);
+      in.v.write(v);
+      st = flashattn::forward(in.fwd_args());
+      ASSERT_TRUE(st.ok()) << st.message;
+      st = flashattn::backward(in.bwd_args());
+      ASSERT_TRUE(st.ok()) << st.message;
+      const std::vector<double> dq = in.dq.read(), dk = in.dk.read(), dv = in.dv.read();
+      auto same_then_nan = [](const char* what, const std::vector<double>& got,
+                              const std::vector<double>& finite, size_t end) {
+        for (size_t i = 0; i < end; ++i) {
+          ASSERT_TRUE(std::isfinite(got[i])) << what << ", sequence 0, element " << i;
+          ASSERT_EQ(got[i], finite[i]) << what << ", sequence 0, element " << i;
+        }
+        for (size_t i = end; i < got.size(); ++i) {
+          ASSERT_TRUE(std::isnan(got[i])) << what << ", sequence 1, element " << i;
+        }
+      };
+      same_then_nan("dq", dq, dq0, q_end);
+      same_then_nan("dk", dk, dk0, k_end);
+      same_then_nan("dv", dv, dv0, k_end);
+    }
+  }
+}
+
 // Equal lengths: the varlen call and the padded call do the same arithmetic.
 TEST(VarlenMatchesPadded, EqualLengthsSameBits) {
   const Device dev = test_devices()[0];

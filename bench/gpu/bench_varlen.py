@@ -16,10 +16,9 @@ build: the card's clocks moved between them). ms is the median over rounds;
 varlen_over_padded the median of the rounds' ratios, ratio_range their span.
 
 Each dispatch mode runs in its own process (FLASHATTN_DISABLE_SM90 is read once
-per process): `default` (sm90a kernels where they apply: the padded forward /
-backward and the varlen forward, so the forward is like for like there; the
-varlen backward runs on sm80) and `sm80` (FLASHATTN_DISABLE_SM90=1: both
-layouts on the sm80 kernels). The kernels each
+per process): `default` (sm90a kernels where they apply: forward and backward,
+padded and varlen, so both passes are like for like) and `sm80`
+(FLASHATTN_DISABLE_SM90=1: both layouts on the sm80 kernels). The kernels each
 call launched are read with torch.profiler and written to the CSV.
 
 CSV columns: mode,pass,causal,batch,seqlen,layout,ms,tflops,varlen_over_padded,ratio_range,

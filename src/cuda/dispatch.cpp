@@ -262,15 +262,27 @@ bool use_sm90(const FwdParams& p) {
 #endif
 
 #ifdef FLASHATTN_WITH_SM90_BWD
-// The Hopper backward likewise (head dims 64, 128 and 256, fp16/bf16, no softcap, no
-// per-sequence lengths, no ALiBi / dropout); deterministic=true orders its
-// dQ additions by key tile (sm90/bwd_kernel.cuh, bwd_dq_writer).
+// The Hopper backward likewise (head dims 64, 128 and 256, fp16/bf16, no softcap,
+// padded or varlen batches, no ALiBi / dropout: sm90::can_implement_bwd);
+// deterministic=true orders its dQ additions by key tile
+// (sm90/bwd_kernel.cuh, bwd_dq_writer).
 bool use_sm90_bwd(const BwdParams& p) {
   static const bool disabled = [] {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  return !disabled && !p.per_sequence() && !p.has_variants() && sm90::can_implement_bwd(p).ok();
+  return !disabled && !p.has_variants() && sm90::can_implement_bwd(p).ok();
+}
+
+// The Hopper backward with its workspace (LSE/D rows, fp32 dQ accumulator,
+// deterministic counters; sm90/bwd_sm90.cu).
+Status run_sm90_backward(const BwdParams& p) {
+  Workspace ws;
+  Status s = ws.alloc(sm90::bwd_workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
+  if (!s.ok()) return s;
+  s = sm90::run_backward(p, ws.get());
+  const Status r = ws.release();
+  return s.ok() ? r : s;
 }
 #endif
 
@@ -372,14 +384,7 @@ Status backward_padded(const BwdParams& p) {
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90_BWD
-    if (use_sm90_bwd(p)) {
-      Workspace ws;
-      s = ws.alloc(sm90::bwd_workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
-      if (!s.ok()) return s;
-      s = sm90::run_backward(p, ws.get());
-      const Status r = ws.release();
-      return s.ok() ? r : s;
-    }
+    if (use_sm90_bwd(p)) return run_sm90_backward(p);
 #endif
     size_t smem = k.bwd_smem;
     if (p.deterministic && k.dq_smem > smem) smem = k.dq_smem;
@@ -400,8 +405,9 @@ Status backward_padded(const BwdParams& p) {
 // backward kernel covers the packed batch: no host copy of the offsets, no
 // synchronisation (graph-capturable, like the varlen forward), no
 // per-sequence loop. The LSE stays in its packed [Hq, total_q] layout, and
-// the D / dQ-accumulator workspaces use the same rows. The Hopper backward has
-// no per-sequence lengths: varlen runs on the sm80 kernels on every GPU.
+// the D / dQ-accumulator workspaces use the same rows. On Hopper the sm90
+// backward takes varlen batches the same way (its CTAs read cu_seqlens;
+// sm90/bwd_seq.cuh), where it takes the padded batch.
 Status backward_varlen(const BwdParams& p) {
   // Everything checkable up front, so that an unsupported call writes nothing.
   Kernels k;
@@ -429,6 +435,9 @@ Status backward_varlen(const BwdParams& p) {
   DeviceGuard guard;
   s = guard.enter(p.device_index);
   if (!s.ok()) return s;
+#ifdef FLASHATTN_WITH_SM90_BWD
+  if (use_sm90_bwd(p)) return run_sm90_backward(p);
+#endif
   s = check_device(p.device_index, std::max(k.bwd_smem, k.dq_smem), "the backward");
   if (!s.ok()) return s;
   Workspace ws;

@@ -3,7 +3,8 @@
 // specialisation).
 //
 // One CTA per (kBlockN = 128 keys, kv head, batch); head dim 256 takes 64
-// keys and its own consumers (bwd_kernel_split.cuh). K and V are loaded once
+// keys and its own consumers (bwd_kernel_split.cuh). Varlen batches: the
+// CTA's sequence from cu_seqlens (bwd_seq.cuh). K and V are loaded once
 // and stay in shared memory; the CTA steps over every query tile (64 rows)
 // of every query head of the kv head's GQA group that sees one of its keys.
 // Looping the group inside the CTA accumulates dK and dV over the group in
@@ -43,6 +44,7 @@
 #include "bwd_kernel_args.hpp"
 #include "bwd_kernel_split.cuh"
 #include "bwd_ptx.cuh"
+#include "bwd_seq.cuh"
 #include "bwd_traits.cuh"
 #include "ptx.cuh"
 #include "wgmma.cuh"
@@ -95,9 +97,8 @@ struct BwdStep {
 // barrier as TMA bytes is the same synchronisation, but compute-sanitizer's
 // racecheck flags each consumer read of it, which would hide real hazards.)
 template <class T>
-__device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSmem<T>& sm, int hk,
-                                             int b, int c0, int total, const QueryTileRange& qr,
-                                             int lane) {
+__device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSmem<T>& sm, const BwdSeq& seq,
+                                             int hk, int c0, int total, const QueryTileRange& qr, int lane) {
   constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN;
   if (lane == 0) {
     tma_prefetch_desc(&a.tm_q);
@@ -107,8 +108,8 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
     mbar_arrive_expect_tx(sm.kv_full(), 2 * T::kKVBytes);
 #pragma unroll
     for (int at = 0; at < T::kAtoms; ++at) {
-      tma_load_4d(sm.k() + at * kBlockN * 128, &a.tm_k, sm.kv_full(), at * 64, c0, hk, b);
-      tma_load_4d(sm.v() + at * kBlockN * 128, &a.tm_v, sm.kv_full(), at * 64, c0, hk, b);
+      tma_load_4d(sm.k() + at * kBlockN * 128, &a.tm_k, sm.kv_full(), at * 64, seq.k_row + c0, hk, seq.map_b);
+      tma_load_4d(sm.v() + at * kBlockN * 128, &a.tm_v, sm.kv_full(), at * 64, seq.k_row + c0, hk, seq.map_b);
     }
   }
   for (int it = 0; it < total; ++it) {
@@ -119,12 +120,13 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
       mbar_arrive_expect_tx(full, 2 * T::kQBytes);
 #pragma unroll
       for (int at = 0; at < T::kAtoms; ++at) {
-        tma_load_4d(sm.q(st.stage) + at * kBlockM * 128, &a.tm_q, full, at * 64, st.m0, st.head, b);
-        tma_load_4d(sm.dout(st.stage) + at * kBlockM * 128, &a.tm_do, full, at * 64, st.m0,
-                    st.head, b);
+        tma_load_4d(sm.q(st.stage) + at * kBlockM * 128, &a.tm_q, full, at * 64, seq.q_row + st.m0,
+                    st.head, seq.map_b);
+        tma_load_4d(sm.dout(st.stage) + at * kBlockM * 128, &a.tm_do, full, at * 64, seq.q_row + st.m0,
+                    st.head, seq.map_b);
       }
     }
-    const int64_t row0 = (static_cast<int64_t>(b) * a.heads_q + st.head) * a.seqlen_q_pad + st.m0;
+    const int64_t row0 = seq.ws_row(st.head, st.m0);
 #pragma unroll
     for (int c = 0; c < kBlockM / 64; ++c) {
       const int i = 64 * c + 2 * lane;
@@ -146,12 +148,13 @@ struct DQTurn {
   int rank;
 };
 template <class T>
-__device__ __forceinline__ DQTurn dq_turn_wait(const BwdKernelArgs& a, const BlockMask& mask,
-                                               int64_t bh, int m0, int kv_tile) {
+__device__ __forceinline__ DQTurn dq_turn_wait(const BwdKernelArgs& a, const BwdSeq& seq, int head,
+                                               int m0, int kv_tile) {
   const int mt = m0 / T::kBlockM;
-  int* order = a.dq_order + bh * (a.seqlen_q_pad / T::kBlockM) + mt;
+  // One counter per workspace query tile (its rows are tile-aligned).
+  int* order = a.dq_order + seq.ws_row(head, m0) / T::kBlockM;
   const KeyTileRun run =
-      key_tiles_of_query_tile<T::kBlockM, T::kBlockN>(mask, a.seqlen_q, a.seqlen_k, mt);
+      key_tiles_of_query_tile<T::kBlockM, T::kBlockN>(seq.mask, seq.len_q, seq.len_k, mt);
   const int rank = a.kv_tile_step < 0 ? run.last - kv_tile : kv_tile - run.first;
   while (ld_acquire_gpu(order) != rank) {
   }
@@ -174,8 +177,8 @@ __device__ __forceinline__ void dq_turn_pass(const DQTurn& turn) {
 // mode the adds to each query tile are ordered by key tile (dq_order).
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
-                                              const BlockMask& mask, int hk, int b, int kv_tile,
-                                              int total, const QueryTileRange& qr, int lane) {
+                                              const BwdSeq& seq, int hk, int kv_tile, int total,
+                                              const QueryTileRange& qr, int lane) {
   static_assert(T::kDQStages == 2, "the hand-back below assumes two staging tiles");
   constexpr int kHeadDim = T::kHeadDim, kPad = T::kDQStride - kHeadDim;
   // The consumers never write the padding columns: zero them once, so the
@@ -199,10 +202,9 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
     const int t = it % T::kDQStages;
     named_barrier_sync(T::kBarDQFull + t, T::kDQSyncThreads);
     if (lane == 0) {
-      const int64_t bh = static_cast<int64_t>(b) * a.heads_q + st.head;
-      float* tile = a.dq_accum + (bh * a.seqlen_q_pad + st.m0) * T::kDQStride;
+      float* tile = a.dq_accum + seq.ws_row(st.head, st.m0) * T::kDQStride;
       if (a.deterministic) {
-        const DQTurn turn = dq_turn_wait<T>(a, mask, bh, st.m0, kv_tile);
+        const DQTurn turn = dq_turn_wait<T>(a, seq, st.head, st.m0, kv_tile);
         bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
         tma_store_commit();
         dq_turn_pass(turn);
@@ -229,17 +231,16 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
 // read it.
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
-                                                    const BlockMask& mask, int hk, int b, int kv_tile,
-                                                    int total, const QueryTileRange& qr, int lane) {
+                                                    const BwdSeq& seq, int hk, int kv_tile, int total,
+                                                    const QueryTileRange& qr, int lane) {
   constexpr uint32_t kPart = 32 * 128 * 4;  // 32 rows of a half, bytes
   for (int it = 0; it < total; ++it) {
     const BwdStep<T> st(it, hk, a.group, qr);
     named_barrier_sync(T::kBarDQFull + st.stage, T::kDQSyncThreads);
     if (lane == 0) {
-      const int64_t bh = static_cast<int64_t>(b) * a.heads_q + st.head;
-      float* tile = a.dq_accum + (bh * a.seqlen_q_pad + st.m0) * T::kDQStride;
+      float* tile = a.dq_accum + seq.ws_row(st.head, st.m0) * T::kDQStride;
       DQTurn turn{};
-      if (a.deterministic) turn = dq_turn_wait<T>(a, mask, bh, st.m0, kv_tile);
+      if (a.deterministic) turn = dq_turn_wait<T>(a, seq, st.head, st.m0, kv_tile);
 #pragma unroll
       for (int w = 0; w < 2; ++w) {
         const uint32_t off = 2 * w * T::kBlockM * 128;
@@ -260,10 +261,10 @@ __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, cons
 }
 
 // Consumer warpgroup cw (0 or 1): keys c0 + 64cw .. c0 + 64cw + 63.
-template <class T>
+template <class T, bool kVarlen>
 __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
-                                             const BlockMask& mask, int hk, int b, int c0,
-                                             int total, const QueryTileRange& qr, int cw, int tid) {
+                                             const BwdSeq& seq, int hk, int c0, int total,
+                                             const QueryTileRange& qr, int cw, int tid) {
   constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
   using Tag = typename T::MmaTag;
   using E = ElementTraits<typename T::Element>;
@@ -275,7 +276,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) dk[i] = dv[i] = 0.f;
 
+  const BlockMask& mask = seq.mask;
   mbar_wait(sm.kv_full(), 0);
+  if (kVarlen && c0 + kBlockN > seq.len_k) {  // bwd_seq.cuh
+    zero_rows_past_end<kBlockN, T::kAtoms>(sm.k(), sm.v(), seq.len_k - c0, 128 * cw + tid, 256, T::kBarZero);
+  }
   // This warpgroup's 64 rows of K and V as K-major A operands (64 rows of
   // 128 bytes = 8192 bytes into each atom column).
   const uint64_t desc_k = make_desc_sw128(sm.k() + cw * 64 * 128, 16, 1024);
@@ -293,6 +298,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   for (int it = 0; it < total; ++it) {
     const BwdStep<T> st(it, hk, a.group, qr);
     mbar_wait(sm.q_full(st.stage), st.phase);
+    if (kVarlen && st.m0 + kBlockM > seq.len_q) {
+      zero_rows_past_end<kBlockM, T::kAtoms>(sm.q(st.stage), sm.dout(st.stage), seq.len_q - st.m0,
+                                             128 * cw + tid, 256, T::kBarZero);
+    }
     const uint64_t desc_q = make_desc_sw128(sm.q(st.stage), 16, 1024);
     const uint64_t desc_do = make_desc_sw128(sm.dout(st.stage), 16, 1024);
 
@@ -348,7 +357,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
           s[4 * j + 2 * hh + 1] = ex2(fmaf(s[4 * j + 2 * hh + 1], a.scale_log2, -l.y));
         }
       }
-      if (!tile_is_full<kBlockN>(mask, q0, min(q0 + 64, a.seqlen_q), c0)) {
+      if (!tile_is_full<kBlockN>(mask, q0, min(q0 + 64, seq.len_q), c0)) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
 #pragma unroll
@@ -466,14 +475,14 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
 
   // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.
   using Elem = typename T::Element;
-  Elem* gdk = static_cast<Elem*>(a.dk) + b * a.dk_stride_batch + hk * a.dk_stride_head;
-  Elem* gdv = static_cast<Elem*>(a.dv) + b * a.dv_stride_batch + hk * a.dv_stride_head;
+  Elem* gdk = static_cast<Elem*>(a.dk) + seq.map_b * a.dk_stride_batch + hk * a.dk_stride_head;
+  Elem* gdv = static_cast<Elem*>(a.dv) + seq.map_b * a.dv_stride_batch + hk * a.dv_stride_head;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int key = c0 + krow + 8 * hh;
-    if (key < a.seqlen_k) {
-      Elem* rk = gdk + static_cast<int64_t>(key) * a.dk_stride_seq + 2 * t4;
-      Elem* rv = gdv + static_cast<int64_t>(key) * a.dv_stride_seq + 2 * t4;
+    if (key < seq.len_k) {
+      Elem* rk = gdk + static_cast<int64_t>(seq.k_row + key) * a.dk_stride_seq + 2 * t4;
+      Elem* rv = gdv + static_cast<int64_t>(seq.k_row + key) * a.dv_stride_seq + 2 * t4;
 #pragma unroll
       for (int j = 0; j < kHeadDim / 8; ++j) {
         *reinterpret_cast<uint32_t*>(rk + 8 * j) =
@@ -484,11 +493,21 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   }
 }
 
-template <class T>
+// kVarlen: cu_seqlens batches (bwd_seq.cuh), the grid covering the key
+// tiles of the longest sequence.
+template <class T, bool kVarlen>
 __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_constant__ BwdKernelArgs a) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const BwdSmem<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
   const int wg = static_cast<int>(threadIdx.x) / 128;
+
+  // The CTA's key tile; varlen: a CTA whose tile starts past its sequence's
+  // keys has nothing to do (every thread leaves before any barrier).
+  if constexpr (kVarlen) {
+    const int kv_tile = a.kv_tile_base + a.kv_tile_step * (static_cast<int>(blockIdx.x) >> a.heads_interleave_log2);
+    const int b = static_cast<int>(blockIdx.z);
+    if (kv_tile * T::kBlockN >= a.cu_seqlens_k[b + 1] - a.cu_seqlens_k[b]) return;
+  }
 
   if (threadIdx.x == 0) {
     mbar_init(sm.kv_full(), 1);
@@ -503,43 +522,39 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
 
   // Each role derives the CTA's work after its setmaxnreg: values live
   // across the producer's register decrease would spill.
-  auto work = [&](int& hk, int& b, int& c0, BlockMask& mask, QueryTileRange& qr) {
-    const int x = static_cast<int>(blockIdx.x);
+  auto work = [&](int& hk, int& c0, BwdSeq& seq, QueryTileRange& qr) {
     hk = (static_cast<int>(blockIdx.y) << a.heads_interleave_log2) +
-         (x & ((1 << a.heads_interleave_log2) - 1));
-    b = static_cast<int>(blockIdx.z);
-    const int kv_tile = a.kv_tile_base + a.kv_tile_step * (x >> a.heads_interleave_log2);
-    c0 = kv_tile * T::kBlockN;
-    mask = BlockMask{a.seqlen_k - a.seqlen_q, a.window_left, a.window_right, a.seqlen_k};
-    qr = query_tile_range<T::kBlockM>(mask, a.seqlen_q, c0, min(T::kBlockN, a.seqlen_k - c0));
+         (static_cast<int>(blockIdx.x) & ((1 << a.heads_interleave_log2) - 1));
+    seq = bwd_seq<T::kBlockM, kVarlen>(a, static_cast<int>(blockIdx.z));
+    c0 = (a.kv_tile_base + a.kv_tile_step * (static_cast<int>(blockIdx.x) >> a.heads_interleave_log2)) *
+         T::kBlockN;
+    qr = query_tile_range<T::kBlockM>(seq.mask, seq.len_q, c0, min(T::kBlockN, seq.len_k - c0));
     return qr.count * a.group;  // steps
   };
-  int hk, b, c0, total;
-  BlockMask mask;
+  int hk, c0, total;
+  BwdSeq seq;
   QueryTileRange qr;
   if (wg == 0) {
     setmaxnreg_dec<T::kProducerRegs>();
     if (threadIdx.x < 32) {
-      total = work(hk, b, c0, mask, qr);
-      bwd_producer<T>(a, sm, hk, b, c0, total, qr, static_cast<int>(threadIdx.x));
+      total = work(hk, c0, seq, qr);
+      bwd_producer<T>(a, sm, seq, hk, c0, total, qr, static_cast<int>(threadIdx.x));
     } else if (threadIdx.x < 64) {
-      total = work(hk, b, c0, mask, qr);
+      total = work(hk, c0, seq, qr);
       if constexpr (T::kSplitHeadDim) {
-        bwd_dq_writer_split<T>(a, sm, mask, hk, b, c0 / T::kBlockN, total, qr,
-                               static_cast<int>(threadIdx.x) - 32);
+        bwd_dq_writer_split<T>(a, sm, seq, hk, c0 / T::kBlockN, total, qr, static_cast<int>(threadIdx.x) - 32);
       } else {
-        bwd_dq_writer<T>(a, sm, mask, hk, b, c0 / T::kBlockN, total, qr,
-                         static_cast<int>(threadIdx.x) - 32);
+        bwd_dq_writer<T>(a, sm, seq, hk, c0 / T::kBlockN, total, qr, static_cast<int>(threadIdx.x) - 32);
       }
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();
-    total = work(hk, b, c0, mask, qr);
+    total = work(hk, c0, seq, qr);
     if constexpr (T::kSplitHeadDim) {
-      bwd_consumer_split<T, BwdStep<T>>(a, sm, mask, hk, b, c0, total, qr, wg - 1,
-                                        static_cast<int>(threadIdx.x) % 128);
+      bwd_consumer_split<T, BwdStep<T>, kVarlen>(a, sm, seq, hk, c0, total, qr, wg - 1,
+                                                 static_cast<int>(threadIdx.x) % 128);
     } else {
-      bwd_consumer<T>(a, sm, mask, hk, b, c0, total, qr, wg - 1, static_cast<int>(threadIdx.x) % 128);
+      bwd_consumer<T, kVarlen>(a, sm, seq, hk, c0, total, qr, wg - 1, static_cast<int>(threadIdx.x) % 128);
     }
   }
 }

@@ -46,6 +46,23 @@ constexpr int bwd_dq_split_offset(int row, int col) {
   return (col / 128) * 64 * 128 + row * 128 + (((col % 128) / 4) ^ (row % 8)) * 4 + col % 4;
 }
 
+// Varlen (cu_seqlens) workspace rows. Padded batches lay the LSE/D/dQ rows
+// of (b, h) out at (b * Hq + h) * seqlen_q_pad; varlen batches at h *
+// bwd_varlen_head_rows + bwd_varlen_row0(cu_seqlens_q[b], b): every
+// sequence's first row is tile-aligned, and its last tile ends before the
+// next sequence's first (floor(cu[b] / m) + ceil(len / m) <= floor(cu[b + 1] /
+// m) + 1), so a query tile's bulk reduce-add and its LSE/D rows never reach
+// another sequence's rows. One spare tile per head follows the last one.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+constexpr int64_t bwd_varlen_row0(int cu_q_b, int b, int block_m) {
+  return static_cast<int64_t>(block_m) * (cu_q_b / block_m + b);
+}
+constexpr int64_t bwd_varlen_head_rows(int64_t total_q, int64_t batch, int block_m) {
+  return block_m * (total_q / block_m + batch + 1);
+}
+
 struct BwdKernelArgs {
   CUtensorMap tm_q;   // box {64, bwd_block_m}
   CUtensorMap tm_do;  // box {64, bwd_block_m}
@@ -53,16 +70,17 @@ struct BwdKernelArgs {
   CUtensorMap tm_v;   // box {64, bwd_block_n}
   // Workspace (bwd_sm90.cu, Layout): LSE * log2(e) (+inf for a row that saw
   // no key and for the padding rows) and D = rowsum(dO * O), both
-  // [B, Hq, seqlen_q_pad] so that every query tile has bwd_block_m aligned
-  // values (the producer warp copies them in float2s); the fp32 dQ accumulator
-  // [B, Hq, seqlen_q_pad, bwd_dq_stride(head_dim)], the staging tile's layout
-  // (at head dim 256 each query tile's block permuted: bwd_dq_split_offset).
+  // [B, Hq, seqlen_q_pad] (varlen: [Hq, ws_head_rows], bwd_varlen_row0) so
+  // that every query tile has bwd_block_m aligned values (the producer warp
+  // copies them in float2s); the fp32 dQ accumulator over the same rows,
+  // bwd_dq_stride(head_dim) floats each, the staging tile's layout (at head
+  // dim 256 each query tile's block permuted: bwd_dq_split_offset).
   const float* lse2;
   const float* dsum;
   float* dq_accum;
-  // Deterministic mode: one counter per (batch, query head, query tile),
-  // [B, Hq, seqlen_q_pad / bwd_block_m], zeroed; the key tiles add to a query
-  // tile in increasing order, each when the counter equals its rank.
+  // Deterministic mode: one counter per bwd_block_m workspace rows (a query
+  // tile of one query head), zeroed; the key tiles add to a query tile in
+  // increasing order, each when the counter equals its rank.
   int* dq_order;
   int deterministic;
   // The CTA (x, y, z) handles kv head y * I + x % I of batch z (I = 2 ^
@@ -77,6 +95,14 @@ struct BwdKernelArgs {
   void* dv;
   int64_t dk_stride_batch, dk_stride_seq, dk_stride_head;
   int64_t dv_stride_batch, dv_stride_seq, dv_stride_head;
+  // Varlen (nullptr for padded batches): sequence b is rows [cu_seqlens_q[b],
+  // cu_seqlens_q[b + 1]) of the packed q / dO (the maps' batch is 1) and
+  // [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of k / v; seqlen_q / seqlen_k
+  // are the longest; workspace rows as bwd_varlen_row0 says, ws_head_rows
+  // (bwd_varlen_head_rows) per query head.
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int64_t ws_head_rows;
   int batch, seqlen_q, seqlen_q_pad, seqlen_k, heads_q, heads_kv, group;
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   float scale;       // softmax scale (dK's and dQ's final factor)
@@ -88,12 +114,16 @@ struct BwdPrepArgs {
   const void* o;
   const void* dout;
   int64_t o_sb, o_ss, o_sh, do_sb, do_ss, do_sh;  // strides in elements
-  const float* lse;                               // [B, Hq, Sq]
-  float* lse2;                                    // [B, Hq, Sqp]
-  float* dsum;                                    // [B, Hq, Sqp]
-  float* dq_accum;                                // [B, Hq, Sqp, bwd_dq_stride(D)]
+  const float* lse;                               // [B, Hq, Sq] (varlen [Hq, total_q])
+  float* lse2;                                    // [B, Hq, Sqp] (varlen [Hq, ws_head_rows])
+  float* dsum;                                    // as lse2
+  float* dq_accum;                                // lse2's rows x bwd_dq_stride(D)
   void* dq;
   int64_t dq_sb, dq_ss, dq_sh;
+  // Varlen: as in BwdKernelArgs; total_q packed rows, lse_sh the LSE's
+  // head stride.
+  const int* cu_seqlens_q;
+  int64_t ws_head_rows, total_q, lse_sh;
   int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim;
   float scale;
 };

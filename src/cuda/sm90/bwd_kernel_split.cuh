@@ -33,6 +33,7 @@
 #include "block_mask.cuh"
 #include "bwd_kernel_args.hpp"
 #include "bwd_ptx.cuh"
+#include "bwd_seq.cuh"
 #include "bwd_traits.cuh"
 #include "ptx.cuh"
 #include "wgmma.cuh"
@@ -41,11 +42,10 @@ namespace flashattn::detail::cuda::sm90 {
 
 // Consumer warpgroup cw (0 or 1): queries 32cw .. 32cw + 31 of each step's
 // S^T and dP^T, head-dim columns 128cw .. 128cw + 127 of dK, dV and dQ.
-template <class T, class Step>
+template <class T, class Step, bool kVarlen>
 __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
-                                                   const BlockMask& mask, int hk, int b, int c0,
-                                                   int total, const QueryTileRange& qr, int cw,
-                                                   int tid) {
+                                                   const BwdSeq& seq, int hk, int c0, int total,
+                                                   const QueryTileRange& qr, int cw, int tid) {
   constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
   constexpr int kHalf = kHeadDim / 2;  // this warpgroup's columns of dK, dV, dQ
   static_assert(T::kSplitHeadDim && kBlockM == 64 && kBlockN == 64, "");
@@ -60,7 +60,11 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
 #pragma unroll
   for (int i = 0; i < kHalf / 2; ++i) dk[i] = dv[i] = 0.f;
 
+  const BlockMask& mask = seq.mask;
   mbar_wait(sm.kv_full(), 0);
+  if (kVarlen && c0 + kBlockN > seq.len_k) {  // bwd_seq.cuh
+    zero_rows_past_end<kBlockN, T::kAtoms>(sm.k(), sm.v(), seq.len_k - c0, 128 * cw + tid, 256, T::kBarZero);
+  }
   // K and V [key][head dim] as K-major A operands of S^T and dP^T.
   const uint64_t desc_k = make_desc_sw128(sm.k(), 16, 1024);
   const uint64_t desc_v = make_desc_sw128(sm.v(), 16, 1024);
@@ -77,6 +81,10 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
     const Step st(it, hk, a.group, qr);
     const int buf = it & 1;
     mbar_wait(sm.q_full(st.stage), st.phase);
+    if (kVarlen && st.m0 + kBlockM > seq.len_q) {
+      zero_rows_past_end<kBlockM, T::kAtoms>(sm.q(st.stage), sm.dout(st.stage), seq.len_q - st.m0,
+                                             128 * cw + tid, 256, T::kBarZero);
+    }
     // Q and dO rows 32cw .. (8-row groups are 1024 bytes apart) as K-major B.
     const uint64_t desc_q = make_desc_sw128(sm.q(st.stage) + cw * 32 * 128, 16, 1024);
     const uint64_t desc_do = make_desc_sw128(sm.dout(st.stage) + cw * 32 * 128, 16, 1024);
@@ -114,7 +122,7 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
         s[4 * j + 2 * hh + 1] = ex2(fmaf(s[4 * j + 2 * hh + 1], a.scale_log2, -lse[j].y));
       }
     }
-    if (!tile_is_full<kBlockN>(mask, st.m0, min(st.m0 + kBlockM, a.seqlen_q), c0)) {
+    if (!tile_is_full<kBlockN>(mask, st.m0, min(st.m0 + kBlockM, seq.len_q), c0)) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
 #pragma unroll
@@ -223,14 +231,14 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
 
   // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.
   using Elem = typename T::Element;
-  Elem* gdk = static_cast<Elem*>(a.dk) + b * a.dk_stride_batch + hk * a.dk_stride_head + kHalf * cw;
-  Elem* gdv = static_cast<Elem*>(a.dv) + b * a.dv_stride_batch + hk * a.dv_stride_head + kHalf * cw;
+  Elem* gdk = static_cast<Elem*>(a.dk) + seq.map_b * a.dk_stride_batch + hk * a.dk_stride_head + kHalf * cw;
+  Elem* gdv = static_cast<Elem*>(a.dv) + seq.map_b * a.dv_stride_batch + hk * a.dv_stride_head + kHalf * cw;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int key = c0 + krow + 8 * hh;
-    if (key < a.seqlen_k) {
-      Elem* rk = gdk + static_cast<int64_t>(key) * a.dk_stride_seq + 2 * t4;
-      Elem* rv = gdv + static_cast<int64_t>(key) * a.dv_stride_seq + 2 * t4;
+    if (key < seq.len_k) {
+      Elem* rk = gdk + static_cast<int64_t>(seq.k_row + key) * a.dk_stride_seq + 2 * t4;
+      Elem* rv = gdv + static_cast<int64_t>(seq.k_row + key) * a.dv_stride_seq + 2 * t4;
 #pragma unroll
       for (int j = 0; j < kHalf / 8; ++j) {
         *reinterpret_cast<uint32_t*>(rk + 8 * j) =

@@ -12,7 +12,7 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-template <class Element, int kHeadDim>
+template <class Element, int kHeadDim, bool kVarlen>
 Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream_t stream) {
   using T = BwdTraits<Element, kHeadDim>;
   auto fail = [](const char* what, cudaError_t e) {
@@ -20,21 +20,22 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
                          std::string("sm90 backward: ") + what + ": " + cudaGetErrorString(e));
   };
   cudaError_t e = cudaSuccess;
+  // Workspace rows (bwd_seq.cuh): [B, Hq, seqlen_q_pad] or varlen [Hq, ws_head_rows].
+  const int64_t rows = kVarlen ? prep.heads_q * prep.ws_head_rows
+                               : static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad;
   if (args.deterministic) {
-    const size_t order_bytes = static_cast<size_t>(prep.batch) * prep.heads_q *
-                               (prep.seqlen_q_pad / T::kBlockM) * sizeof(int);
+    const size_t order_bytes = static_cast<size_t>(rows / T::kBlockM) * sizeof(int);
     if ((e = cudaMemsetAsync(args.dq_order, 0, order_bytes, stream)) != cudaSuccess) {
       return fail("cudaMemsetAsync", e);
     }
   }
   // D, LSE * log2(e), and the dQ accumulator zeroed (bwd_prepost.cuh).
-  const int64_t rows = static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q_pad;
   const int64_t rows_per_block = 256 / (kHeadDim / 8);
-  bwd_sm90_preprocess<Element, kHeadDim>
+  bwd_sm90_preprocess<Element, kHeadDim, kVarlen>
       <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);
 
-  auto* kernel = &bwd_kernel<T>;
+  auto* kernel = &bwd_kernel<T, kVarlen>;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
   if (e != cudaSuccess) return fail("cudaFuncSetAttribute", e);
   const int interleave = 1 << args.heads_interleave_log2;
@@ -43,9 +44,10 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
   kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("kernel launch", e);
 
-  const int64_t chunks = static_cast<int64_t>(prep.batch) * prep.heads_q * prep.seqlen_q *
-                         (kHeadDim / 8);
-  bwd_sm90_postprocess<Element><<<static_cast<unsigned>((chunks + 255) / 256), 256, 0, stream>>>(prep);
+  const int64_t chunks = (kVarlen ? prep.total_q : static_cast<int64_t>(prep.batch) * prep.seqlen_q) *
+                         prep.heads_q * (kHeadDim / 8);
+  if (chunks == 0) return Status::Ok();
+  bwd_sm90_postprocess<Element, kVarlen><<<static_cast<unsigned>((chunks + 255) / 256), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("postprocess launch", e);
   return Status::Ok();
 }

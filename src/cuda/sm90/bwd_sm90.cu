@@ -42,17 +42,17 @@ bool head_dim_built(int64_t d) {
 }
 constexpr const char* kBuiltHeadDims = FLASHATTN_SM90_BWD_HDIMS_STR;
 
-template <class Element>
+template <class Element, bool kVarlen>
 Status launch_for_head_dim(int64_t d, const BwdKernelArgs& args, const BwdPrepArgs& prep,
                            cudaStream_t stream) {
 #ifdef FLASHATTN_SM90_BWD_HDIM_64
-  if (d == 64) return launch_bwd<Element, 64>(args, prep, stream);
+  if (d == 64) return launch_bwd<Element, 64, kVarlen>(args, prep, stream);
 #endif
 #ifdef FLASHATTN_SM90_BWD_HDIM_128
-  if (d == 128) return launch_bwd<Element, 128>(args, prep, stream);
+  if (d == 128) return launch_bwd<Element, 128, kVarlen>(args, prep, stream);
 #endif
 #ifdef FLASHATTN_SM90_BWD_HDIM_256
-  if (d == 256) return launch_bwd<Element, 256>(args, prep, stream);
+  if (d == 256) return launch_bwd<Element, 256, kVarlen>(args, prep, stream);
 #endif
   return unsupported("head_dim " + std::to_string(d) + " is not built");
 }
@@ -69,26 +69,29 @@ Status check_device(int device) {
   return Status::Ok();
 }
 
-// Byte layout of the workspace: lse2 [B, Hq, Sqp], dsum [B, Hq, Sqp], dQ
-// accumulator [B, Hq, Sqp, bwd_dq_stride(head_dim)], then the deterministic
-// mode's counters [B, Hq, Sqp / bwd_block_m] (zeroed with the accumulator);
-// every part 256-byte aligned.
+// Byte layout of the workspace over its query rows (bwd_seq.cuh: [B, Hq,
+// Sqp], varlen [Hq, bwd_varlen_head_rows]): lse2, dsum, the dQ accumulator
+// (bwd_dq_stride(head_dim) floats per row), then the deterministic mode's
+// counters, one per bwd_block_m rows (zeroed with the accumulator); every
+// part 256-byte aligned.
 struct Layout {
-  int64_t sq_pad = 0;
+  int64_t sq_pad = 0, head_rows = 0, rows = 0;
   size_t lse2 = 0, dsum = 0, dq = 0, order = 0, total = 0;
 };
 Layout layout(const BwdParams& p) {
   Layout l;
-  const int64_t bm = bwd_block_m(static_cast<int>(p.head_dim));
+  const int bm = bwd_block_m(static_cast<int>(p.head_dim));
   l.sq_pad = (p.seqlen_q + bm - 1) / bm * bm;
-  const size_t bh = static_cast<size_t>(p.batch) * p.heads_q;
-  const size_t rows_bytes = (bh * l.sq_pad * sizeof(float) + 255) / 256 * 256;
+  l.head_rows = p.varlen() ? bwd_varlen_head_rows(p.total_q, p.batch, bm) : l.sq_pad;
+  l.rows = (p.varlen() ? 1 : p.batch) * p.heads_q * l.head_rows;
+  const size_t rows = static_cast<size_t>(l.rows);
+  const size_t rows_bytes = (rows * sizeof(float) + 255) / 256 * 256;
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
   const size_t dq_stride = bwd_dq_stride(static_cast<int>(p.head_dim));
-  l.order = l.dq + (bh * l.sq_pad * dq_stride * sizeof(float) + 255) / 256 * 256;
-  l.total = l.order + bh * (l.sq_pad / bm) * sizeof(int);
+  l.order = l.dq + (rows * dq_stride * sizeof(float) + 255) / 256 * 256;
+  l.total = l.order + (rows / bm) * sizeof(int);
   return l;
 }
 
@@ -107,14 +110,27 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return unsupported("heads_q must be a multiple of heads_kv");
   if (p.batch > 65535 || p.heads_kv > 65535) return unsupported("batch and heads_kv must be at most 65535");
   if (p.lse == nullptr) return unsupported("needs the forward's LSE");
+  // Varlen (cu_seqlens) batches run here; KV-cache lengths and block tables
+  // have no backward.
+  if (p.seqlens_k != nullptr || p.block_table != nullptr) {
+    return unsupported("KV-cache lengths and paged K/V have no backward here");
+  }
+  const bool varlen = p.varlen();
+  if (varlen && (p.cu_seqlens_k == nullptr || p.total_q <= 0 || p.total_k <= 0 ||
+                 p.total_q > INT32_MAX || p.total_k > INT32_MAX)) {
+    return unsupported("varlen needs cu_seqlens_k, packed rows on both sides and fewer than 2^31 of them");
+  }
   if (Status s = check_device(p.device_index); !s.ok()) return s;
 
-  const TmaOperand q{"q", p.q, p.seqlen_q, p.heads_q, p.q_str};
-  const TmaOperand dout{"dout", p.dout, p.seqlen_q, p.heads_q, p.do_str};
-  const TmaOperand k{"k", p.k, p.seqlen_k, p.heads_kv, p.k_str};
-  const TmaOperand v{"v", p.v, p.seqlen_k, p.heads_kv, p.v_str};
+  // Varlen maps: [1, total rows, heads, head_dim] over the packed tensors.
+  const int64_t map_batch = varlen ? 1 : p.batch;
+  const int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;
+  const TmaOperand q{"q", p.q, rows_q, p.heads_q, p.q_str};
+  const TmaOperand dout{"dout", p.dout, rows_q, p.heads_q, p.do_str};
+  const TmaOperand k{"k", p.k, rows_k, p.heads_kv, p.k_str};
+  const TmaOperand v{"v", p.v, rows_k, p.heads_kv, p.v_str};
   for (const TmaOperand* t : {&q, &dout, &k, &v}) {
-    if (std::string m = tma_alignment_problem(*t, p.batch, 2); !m.empty()) return unsupported(m);
+    if (std::string m = tma_alignment_problem(*t, map_batch, 2); !m.empty()) return unsupported(m);
   }
   const int block_m = bwd_block_m(static_cast<int>(p.head_dim));
   const int block_n = bwd_block_n(static_cast<int>(p.head_dim));
@@ -122,15 +138,13 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
                                          {&args->tm_do, dout, block_m},
                                          {&args->tm_k, k, block_n},
                                          {&args->tm_v, v, block_n}},
-                                        p.batch, p.head_dim, p.dtype);
+                                        map_batch, p.head_dim, p.dtype);
       !why.empty()) {
     return unsupported(why);
   }
 
   const Layout l = layout(p);
-  if (static_cast<int64_t>(p.batch) * p.heads_q * l.sq_pad > INT32_MAX) {
-    return unsupported("more than 2^31 query rows");
-  }
+  if (l.rows > INT32_MAX) return unsupported("more than 2^31 query rows");
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   auto clamp_window = [&](int64_t w) { return (w < 0 || w >= sq + sk) ? -1 : static_cast<int>(w); };
   args->dk = p.dk;
@@ -150,6 +164,9 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   args->group = static_cast<int>(p.heads_q / p.heads_kv);
   args->window_left = clamp_window(p.window_left);
   args->window_right = clamp_window(p.window_right);
+  args->cu_seqlens_q = varlen ? p.cu_seqlens_q : nullptr;
+  args->cu_seqlens_k = varlen ? p.cu_seqlens_k : nullptr;
+  args->ws_head_rows = l.head_rows;
   args->scale = p.scale;
   args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
   return Status::Ok();
@@ -211,13 +228,21 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     prep.heads_q = args.heads_q;
     prep.seqlen_q = args.seqlen_q;
     prep.seqlen_q_pad = args.seqlen_q_pad;
+    prep.cu_seqlens_q = args.cu_seqlens_q;
+    prep.ws_head_rows = l.head_rows;
+    prep.total_q = p.total_q;
+    prep.lse_sh = p.lse_head_stride;
     prep.head_dim = static_cast<int>(p.head_dim);
     prep.scale = p.scale;
 
     cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
     // dispatch.cpp has made p.device_index current (DeviceGuard).
-    return p.dtype == DType::BF16 ? launch_for_head_dim<__nv_bfloat16>(p.head_dim, args, prep, stream)
-                                  : launch_for_head_dim<__half>(p.head_dim, args, prep, stream);
+    if (p.varlen()) {
+      return p.dtype == DType::BF16 ? launch_for_head_dim<__nv_bfloat16, true>(p.head_dim, args, prep, stream)
+                                    : launch_for_head_dim<__half, true>(p.head_dim, args, prep, stream);
+    }
+    return p.dtype == DType::BF16 ? launch_for_head_dim<__nv_bfloat16, false>(p.head_dim, args, prep, stream)
+                                  : launch_for_head_dim<__half, false>(p.head_dim, args, prep, stream);
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "sm90 backward: exception in run_backward");
   }

@@ -105,7 +105,10 @@ struct BwdTraits {
   static constexpr uint32_t kDQSyncThreads = 128 * kConsumerWGs + 32;
   // kSplitHeadDim: kBarWG + w, the 128 threads of consumer warpgroup w.
   static constexpr uint32_t kBarWG = kBarDQFull + kStages;
-  static_assert(!kSplitHeadDim || kBarWG + kConsumerWGs <= 16, "16 named barriers");
+  // Varlen: the 256 consumer threads have zeroed the rows of a K/V or Q/dO
+  // tile past the sequence's end (bwd_seq.cuh).
+  static constexpr uint32_t kBarZero = kBarWG + kConsumerWGs;
+  static_assert(kBarZero < 16 && kBarDQEmpty + kDQStages <= kBarZero, "16 named barriers");
 };
 
 template <class T>

@@ -2,5 +2,5 @@
 #include "../bwd_launch.cuh"
 
 namespace flashattn::detail::cuda::sm90 {
-template Status launch_bwd<__nv_bfloat16, 128>(const BwdKernelArgs&, const BwdPrepArgs&, cudaStream_t);
+template Status launch_bwd<__nv_bfloat16, 128, false>(const BwdKernelArgs&, const BwdPrepArgs&, cudaStream_t);
 }  // namespace flashattn::detail::cuda::sm90
