@@ -245,8 +245,9 @@ class Workspace {
 };
 
 #ifdef FLASHATTN_WITH_SM90
-// The Hopper forward takes what it can (sm_90 devices; fp16/bf16; head dims
-// 64/128/256; no softcap) and everything else runs on the sm80 kernels.
+// The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
+// included, and fp8; head dims 64/128/256) and everything else runs on the
+// sm80 kernels.
 // FLASHATTN_DISABLE_SM90=1 forces the sm80 path, so that it can be tested on
 // a Hopper GPU too.
 bool use_sm90(const FwdParams& p) {

@@ -140,6 +140,19 @@ std::vector<Case> feature_cases() {
           c.scale = cap == 5.0f ? 0.3f : 0.0f;
           v.push_back(c);
         }
+    // Softcap at head dim 256 (the Hopper forward's third softcap tile).
+    {
+      Case c;
+      c.dtype = dt;
+      c.seqlen_q = 130;
+      c.seqlen_k = 301;
+      c.heads_q = 4;
+      c.heads_kv = 2;
+      c.head_dim = 256;
+      c.softcap = 30.0f;
+      c.causal = true;
+      v.push_back(c);
+    }
     // Softcap together with a sliding window.
     {
       Case c;

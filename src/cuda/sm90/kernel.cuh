@@ -65,9 +65,11 @@ __device__ __forceinline__ void convert_p(const float (&s)[T::kBlockN / 2],
 struct CallScales {
   float scale, scale_log2, o_mul;
 };
-template <class T>
+template <class T, bool kSoftcap>
 __device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
-  CallScales c{a.scale, a.scale_log2, 1.f};
+  // Softcapped scores are already scaled (apply_softcap): the softmax takes
+  // them in natural units.
+  CallScales c{kSoftcap ? 1.f : a.scale, kSoftcap ? 1.4426950408889634f : a.scale_log2, 1.f};
   if constexpr (T::kFp8) {
     const float qk = (a.q_descale != nullptr ? *a.q_descale : 1.f) *
                      (a.k_descale != nullptr ? *a.k_descale : 1.f);
@@ -76,6 +78,18 @@ __device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
     c.o_mul = a.v_descale != nullptr ? *a.v_descale : 1.f;
   }
   return c;
+}
+
+// Softcap: s <- softcap * tanh(s * scale / softcap) on a raw score tile,
+// with tanh(x) = 1 - 2 / (2^(2x log2 e) + 1): two MUFU operations (ex2, rcp)
+// and three FP ones per score, accurate to ~2^-21 in tanh (tanh.approx's
+// 2^-11 relative error would move a logit near a cap of 50 by ~0.02). Large
+// |x| saturates to +-1 (2^+inf + 1 = inf, rcp = 0); NaN stays NaN.
+template <int kN>
+__device__ __forceinline__ void apply_softcap(float (&s)[kN], float softcap, float cap_scale) {
+  const float k = 2.f * 1.4426950408889634f * cap_scale;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) s[i] = fmaf(-2.f * softcap, rcp_approx(ex2(s[i] * k) + 1.f), softcap);
 }
 
 // Varlen: the rows of the first (highest) key tile past the sequence's end
@@ -111,7 +125,7 @@ __device__ __forceinline__ void zero_v_past_end(const KernelArgs& a, const SmemM
 // still in the tensor cores, and only the O rescale by exp(m_{i-1} - m_i)
 // waits for it. O then holds sum_{j<i} P_j V_j at the scale of m_i, ready
 // for P_i V_i.
-template <class T, bool kVarlen>
+template <class T, bool kVarlen, bool kSoftcap>
 __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap<T>& sm,
                                               const WorkTile& tile, const BlockMask& mask,
                                               const KeyTileRange& range, int r0, int r1, int wg,
@@ -127,13 +141,15 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
   Softmax softmax;
   softmax.init();
-  const CallScales sc = call_scales<T>(a);
+  const CallScales sc = call_scales<T, kSoftcap>(a);
 
   // This thread's two query rows and their visible key ranges.
   const int row0 = r0 + wg * 64 + (tid / 32) * 16 + lane / 4;
   const int lo0 = mask.lo(row0), hi0 = mask.hi(row0);
   const int lo1 = mask.lo(row0 + 8), hi1 = mask.hi(row0 + 8);
+  // The score modifications of one tile: softcap, then the mask.
   auto mask_tile = [&](float (&s)[kBlockN / 2], int n) {
+    if constexpr (kSoftcap) apply_softcap(s, a.softcap, a.cap_scale);
     const int c0 = n * kBlockN;
     if (!tile_is_full<kBlockN>(mask, r0, r1, c0)) {
       Softmax::apply_mask(s, c0, lane, lo0, hi0, lo1, hi1);
@@ -282,7 +298,8 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   Epilogue<T>::template store<kVarlen>(a, sm, tile, wg, tid, o, inv, lse);
 }
 
-template <class T, bool kVarlen>
+// kSoftcap: the softcap instantiation (16-bit inputs; launch.cuh picks it).
+template <class T, bool kVarlen, bool kSoftcap = false>
 __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_constant__ KernelArgs a) {
   using Sched = PersistentTileScheduler;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -338,8 +355,8 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
       int r0, r1;
       tile_rows(tile, r0, r1);
       const BlockMask mask = tile_mask(tile);
-      consumer_tile<T, kVarlen>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0, r1,
-                       wg - 1, tid, it, pipe);
+      consumer_tile<T, kVarlen, kSoftcap>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0,
+                                          r1, wg - 1, tid, it, pipe);
     }
     Epilogue<T>::drain(tid);
   }

@@ -105,6 +105,10 @@ struct KernelArgs {
   const float* v_descale;
   float scale;       // softmax scale (natural units, for the LSE)
   float scale_log2;  // scale * log2(e): exp(scale*(s-m)) = exp2(s*scale_log2 - m*scale_log2)
+  // Softcap (16-bit inputs; the kSoftcap kernel): scores become softcap *
+  // tanh(s * scale / softcap) before the softmax; 0 = off.
+  float softcap;
+  float cap_scale;  // scale / softcap
   int longest_first;  // causal/window: schedule the m blocks with the most keys first
   int pingpong;       // consumer warpgroups take turns issuing wgmmas (2 consumers only)
   int block_m;        // the instantiation's query rows per tile (host: which one to launch)

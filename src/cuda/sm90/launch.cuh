@@ -24,9 +24,19 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   // Varlen is a kernel of its own: with the lengths known to be the
   // arguments', the padded kernel keeps its constant mask and offsets (a
   // runtime switch cost it 3-5% at head dim 128, bench/sm90/NOTES.md).
+  // Softcap likewise (its tanh would otherwise sit in every kernel's loop),
+  // built for the tiles sm90_forward.cu's choose_block_m gives it: two
+  // consumer warpgroups (head dims 64 and 128 on 128 rows, 256).
   auto* kernel = &fwd_kernel<T, false>;
-  if constexpr (!T::kFp8) {  // fp8 takes padded batches only (can_implement)
-    if (args.cu_seqlens_q != nullptr) kernel = &fwd_kernel<T, true>;
+  if constexpr (!T::kFp8) {  // fp8 takes padded batches only and no softcap (can_implement)
+    const bool varlen = args.cu_seqlens_q != nullptr, softcap = args.softcap > 0.f;
+    if constexpr (T::kConsumerWGs == 2) {
+      if (softcap) kernel = varlen ? &fwd_kernel<T, true, true> : &fwd_kernel<T, false, true>;
+    } else if (softcap) {
+      return Status::Error(ErrorCode::Internal, "sm90 forward: no softcap kernel for " +
+                                                    std::to_string(T::kBlockM) + "-row tiles");
+    }
+    if (varlen && !softcap) kernel = &fwd_kernel<T, true>;
   }
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
