@@ -64,6 +64,16 @@ std::vector<Case> det_cases() {
     c.causal = false;
     c.layout = Layout::Packed;
     v.push_back(c);
+    // Softcap with a window at head dim 256 (the Hopper backward's softcap
+    // kernel at its third tile; its key tiles run backwards in this mode).
+    c.seqlen_q = 130;
+    c.seqlen_k = 301;
+    c.head_dim = 256;
+    c.softcap = 20.0f;
+    c.window_left = 70;
+    c.window_right = 0;
+    c.layout = Layout::BSHD;
+    v.push_back(c);
   }
   return v;
 }

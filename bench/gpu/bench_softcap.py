@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Softcap forward on the H200: what the cap costs, and the Hopper kernel against the sm80 one.
+"""Softcap on the H200: what the cap costs, and the Hopper kernels against the sm80 ones.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_softcap.py OUT.csv
 
@@ -9,14 +9,16 @@ heads = 2048 / hdim), bf16, causal and not, at seqlens 2k / 8k / 16k. Rows:
 dispatch: the Hopper forward), and, in a second process with
 FLASHATTN_DISABLE_SM90=1, `softcap_sm80` (the sm80 kernels every GPU runs it on
 without the Hopper path). No peer implements softcap in torch SDPA, so there is
-no cuDNN row. CUDA events, median of 20 calls after 5 warm-ups
+no cuDNN row. Passes: `fwd` (no autograd) and `fwd+bwd` (forward with
+requires_grad, then backward of a fixed dO through autograd; FLOPs 3.5x the
+forward's). CUDA events, median of 20 calls after 5 warm-ups
 (bench/gpu/timing.py); TFLOP/s are the attention's 4 B H S^2 d (halved for
 causal), not counting the tanh.
 
 Before timing, each process checks its softcap output against a float64
 softcapped attention on a slice (batch 0, heads 0-1) and prints the max error.
 
-CSV: impl,hdim,seqlen,causal,batch,heads,ms,tflops
+CSV: impl,pass,hdim,seqlen,causal,batch,heads,ms,tflops
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def child(impls):
     for d in (64, 128, 256):
         for S in (2048, 8192, 16384):
             B, H = 16384 // S, 2048 // d
-            q, k, v = (torch.randn(B, S, H, d, device="cuda", dtype=torch.bfloat16, generator=gen)
-                       for _ in range(3))
+            q, k, v, do = (torch.randn(B, S, H, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+                           for _ in range(4))
             for causal in (False, True):
                 if S == 2048:  # one accuracy check per head dim and mask
                     sl = (slice(0, 1), slice(None), slice(0, 2))
@@ -67,10 +69,21 @@ def child(impls):
                 fl = 4 * B * H * S * S * d / (2 if causal else 1)
                 for impl in impls:
                     cap = 0.0 if impl == "plain" else CAP
-                    ms = median_ms(lambda: flash_attn_func(q, k, v, causal=causal, softcap=cap))
-                    rows.append(f"{impl},{d},{S},{int(causal)},{B},{H},{ms:.4f},{fl / ms / 1e9:.1f}")
-                    print(rows[-1], flush=True)
-            del q, k, v
+
+                    def fwd(cap=cap):
+                        with torch.no_grad():
+                            flash_attn_func(q, k, v, causal=causal, softcap=cap)
+
+                    def fwd_bwd(cap=cap):
+                        a, b, c = (x.detach().requires_grad_(True) for x in (q, k, v))
+                        flash_attn_func(a, b, c, causal=causal, softcap=cap).backward(do)
+
+                    for pname, f, mult in (("fwd", fwd, 1.0), ("fwd+bwd", fwd_bwd, 3.5)):
+                        ms = median_ms(f)
+                        rows.append(f"{impl},{pname},{d},{S},{int(causal)},{B},{H},{ms:.4f},"
+                                    f"{mult * fl / ms / 1e9:.1f}")
+                        print(rows[-1], flush=True)
+            del q, k, v, do
             torch.cuda.empty_cache()
     return rows
 
@@ -83,7 +96,7 @@ def main():
     if a.child:
         child(a.child.split(","))
         return
-    lines = ["impl,hdim,seqlen,causal,batch,heads,ms,tflops"]
+    lines = ["impl,pass,hdim,seqlen,causal,batch,heads,ms,tflops"]
     for impls, env in (("plain,softcap", {}), ("softcap_sm80", {"FLASHATTN_DISABLE_SM90": "1"})):
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", impls],
                            env=dict(os.environ, **env), capture_output=True, text=True, timeout=300)

@@ -263,8 +263,8 @@ bool use_sm90(const FwdParams& p) {
 #endif
 
 #ifdef FLASHATTN_WITH_SM90_BWD
-// The Hopper backward likewise (head dims 64, 128 and 256, fp16/bf16, no softcap,
-// padded or varlen batches, no ALiBi / dropout: sm90::can_implement_bwd);
+// The Hopper backward likewise (head dims 64, 128 and 256, fp16/bf16, softcap
+// too, padded or varlen batches, no ALiBi / dropout: sm90::can_implement_bwd);
 // deterministic=true orders its dQ additions by key tile
 // (sm90/bwd_kernel.cuh, bwd_dq_writer).
 bool use_sm90_bwd(const BwdParams& p) {

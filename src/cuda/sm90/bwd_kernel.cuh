@@ -45,6 +45,7 @@
 #include "bwd_kernel_split.cuh"
 #include "bwd_ptx.cuh"
 #include "bwd_seq.cuh"
+#include "softcap.cuh"
 #include "bwd_traits.cuh"
 #include "ptx.cuh"
 #include "wgmma.cuh"
@@ -261,7 +262,7 @@ __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, cons
 }
 
 // Consumer warpgroup cw (0 or 1): keys c0 + 64cw .. c0 + 64cw + 63.
-template <class T, bool kVarlen>
+template <class T, bool kVarlen, bool kSoftcap>
 __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                              const BwdSeq& seq, int hk, int c0, int total,
                                              const QueryTileRange& qr, int cw, int tid) {
@@ -345,6 +346,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
       for (int j = 0; j < 8; ++j) lse[j] = ld_shared_f32x2(lse_s + (64 * h + 8 * j + 2 * t4) * 4);
       wgmma_wait<1>();  // S^T is ready (and the previous sub-tile's dV, dK); dP^T may still run
       fence_operand(s);
+      [[maybe_unused]] uint32_t g[16];  // softcap: 1 - tanh^2, for dS
+      if constexpr (kSoftcap) apply_softcap_grad(s, g, a.softcap, a.cap_scale);
 
       // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
       // q0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
@@ -394,6 +397,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
         for (int hh = 0; hh < 2; ++hh) {
           dp[4 * j + 2 * hh + 0] = s[4 * j + 2 * hh + 0] * (dp[4 * j + 2 * hh + 0] - d.x);
           dp[4 * j + 2 * hh + 1] = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
+          if constexpr (kSoftcap) {
+            const float2 gg = unpack_half2(g[2 * j + hh]);
+            dp[4 * j + 2 * hh + 0] *= gg.x;
+            dp[4 * j + 2 * hh + 1] *= gg.y;
+          }
         }
       }
       to_a_frags<E, 64>(dp, dsf[h]);
@@ -494,8 +502,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
 }
 
 // kVarlen: cu_seqlens batches (bwd_seq.cuh), the grid covering the key
-// tiles of the longest sequence.
-template <class T, bool kVarlen>
+// tiles of the longest sequence. kSoftcap: softcapped scores (softcap.cuh).
+template <class T, bool kVarlen, bool kSoftcap = false>
 __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_constant__ BwdKernelArgs a) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const BwdSmem<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
@@ -551,10 +559,11 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
     setmaxnreg_inc<T::kConsumerRegs>();
     total = work(hk, c0, seq, qr);
     if constexpr (T::kSplitHeadDim) {
-      bwd_consumer_split<T, BwdStep<T>, kVarlen>(a, sm, seq, hk, c0, total, qr, wg - 1,
-                                                 static_cast<int>(threadIdx.x) % 128);
+      bwd_consumer_split<T, BwdStep<T>, kVarlen, kSoftcap>(a, sm, seq, hk, c0, total, qr, wg - 1,
+                                                           static_cast<int>(threadIdx.x) % 128);
     } else {
-      bwd_consumer<T, kVarlen>(a, sm, seq, hk, c0, total, qr, wg - 1, static_cast<int>(threadIdx.x) % 128);
+      bwd_consumer<T, kVarlen, kSoftcap>(a, sm, seq, hk, c0, total, qr, wg - 1,
+                                         static_cast<int>(threadIdx.x) % 128);
     }
   }
 }

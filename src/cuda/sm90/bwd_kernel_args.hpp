@@ -106,7 +106,11 @@ struct BwdKernelArgs {
   int batch, seqlen_q, seqlen_q_pad, seqlen_k, heads_q, heads_kv, group;
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   float scale;       // softmax scale (dK's and dQ's final factor)
-  float scale_log2;  // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e))
+  float scale_log2;  // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e)); log2(e) with softcap
+  // Softcap (the kSoftcap kernel): S becomes softcap * tanh(S * scale /
+  // softcap) before P, and dS carries the factor 1 - tanh^2 (softcap.cuh).
+  float softcap;
+  float cap_scale;  // scale / softcap
 };
 
 // The preprocess and postprocess kernels (bwd_prepost.cuh).

@@ -34,6 +34,7 @@
 #include "bwd_kernel_args.hpp"
 #include "bwd_ptx.cuh"
 #include "bwd_seq.cuh"
+#include "softcap.cuh"
 #include "bwd_traits.cuh"
 #include "ptx.cuh"
 #include "wgmma.cuh"
@@ -42,7 +43,7 @@ namespace flashattn::detail::cuda::sm90 {
 
 // Consumer warpgroup cw (0 or 1): queries 32cw .. 32cw + 31 of each step's
 // S^T and dP^T, head-dim columns 128cw .. 128cw + 127 of dK, dV and dQ.
-template <class T, class Step, bool kVarlen>
+template <class T, class Step, bool kVarlen, bool kSoftcap>
 __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                                    const BwdSeq& seq, int hk, int c0, int total,
                                                    const QueryTileRange& qr, int cw, int tid) {
@@ -113,6 +114,8 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
     for (int j = 0; j < 4; ++j) lse[j] = ld_shared_f32x2(sm.lse(st.stage) + (qc + 8 * j) * 4);
     wgmma_wait<1>();
     fence_operand(s);
+    [[maybe_unused]] uint32_t g[8];  // softcap: 1 - tanh^2, for dS
+    if constexpr (kSoftcap) apply_softcap_grad(s, g, a.softcap, a.cap_scale);
 
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -155,9 +158,14 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
       const float2 d = ld_shared_f32x2(sm.dsum(st.stage) + (qc + 8 * j) * 4);
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        st_shared_u32((ds_row ^ ((4 * cw + j) * 16)) + hh * 8 * 128,
-                      E::pack(s[4 * j + 2 * hh] * (dp[4 * j + 2 * hh] - d.x),
-                              s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y)));
+        float ds0 = s[4 * j + 2 * hh] * (dp[4 * j + 2 * hh] - d.x);
+        float ds1 = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
+        if constexpr (kSoftcap) {
+          const float2 gg = unpack_half2(g[2 * j + hh]);
+          ds0 *= gg.x;
+          ds1 *= gg.y;
+        }
+        st_shared_u32((ds_row ^ ((4 * cw + j) * 16)) + hh * 8 * 128, E::pack(ds0, ds1));
       }
     }
     fence_proxy_async_smem();  // st.shared -> wgmma reads (async proxy)

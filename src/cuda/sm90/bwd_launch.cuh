@@ -35,7 +35,7 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
       <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);
 
-  auto* kernel = &bwd_kernel<T, kVarlen>;
+  auto* kernel = args.softcap > 0.f ? &bwd_kernel<T, kVarlen, true> : &bwd_kernel<T, kVarlen>;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
   if (e != cudaSuccess) return fail("cudaFuncSetAttribute", e);
   const int interleave = 1 << args.heads_interleave_log2;

@@ -101,7 +101,7 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   if (!head_dim_built(p.head_dim)) {
     return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: " + kBuiltHeadDims + ")");
   }
-  if (p.softcap != 0.0f) return unsupported("softcap is not implemented");
+  if (!(p.softcap >= 0.0f) || !std::isfinite(p.softcap)) return unsupported("softcap must be finite and >= 0");
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return unsupported("scale must be positive and finite");
   if (p.batch <= 0 || p.heads_q <= 0 || p.seqlen_q <= 0 || p.seqlen_k <= 0) {
     return unsupported("empty problem (the sm80 path handles it)");
@@ -168,7 +168,10 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   args->cu_seqlens_k = varlen ? p.cu_seqlens_k : nullptr;
   args->ws_head_rows = l.head_rows;
   args->scale = p.scale;
-  args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
+  // Softcapped scores are in natural units already (softcap.cuh).
+  args->scale_log2 = static_cast<float>((p.softcap > 0.0f ? 1.0 : static_cast<double>(p.scale)) * 1.4426950408889634);
+  args->softcap = p.softcap;
+  args->cap_scale = p.softcap > 0.0f ? p.scale / p.softcap : 0.0f;
   return Status::Ok();
 }
 

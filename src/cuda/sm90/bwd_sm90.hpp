@@ -10,9 +10,10 @@ namespace flashattn::detail::cuda::sm90 {
 
 // Ok when this backward can run `p` on p.device_index. Unsupported (dispatch
 // then runs the sm80 backward) for: device not sm_90, dtype other than
-// fp16/bf16, head_dim other than 128, softcap, deterministic (the sm80 path's
-// atomic-free dQ kernel provides it), an empty problem, lengths over 2^28,
-// more than 2^31 rows, a pointer or stride that breaks TMA's 16-byte rule.
+// fp16/bf16, head_dim other than 64, 128 or 256 (or not built), KV-cache
+// lengths or block tables, an empty problem, lengths over 2^28, more than
+// 2^31 rows, a pointer or stride that breaks TMA's 16-byte rule. Padded and
+// varlen batches, softcap and the deterministic mode run here.
 Status can_implement_bwd(const BwdParams& p) noexcept;
 
 // Workspace bytes run_backward needs for `p` (call only when

@@ -22,6 +22,7 @@
 #include "kernel_traits.cuh"
 #include "mainloop.cuh"
 #include "ptx.cuh"
+#include "softcap.cuh"
 #include "softmax.cuh"
 #include "tile_scheduler.cuh"
 #include "wgmma.cuh"
@@ -78,18 +79,6 @@ __device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
     c.o_mul = a.v_descale != nullptr ? *a.v_descale : 1.f;
   }
   return c;
-}
-
-// Softcap: s <- softcap * tanh(s * scale / softcap) on a raw score tile,
-// with tanh(x) = 1 - 2 / (2^(2x log2 e) + 1): two MUFU operations (ex2, rcp)
-// and three FP ones per score, accurate to ~2^-21 in tanh (tanh.approx's
-// 2^-11 relative error would move a logit near a cap of 50 by ~0.02). Large
-// |x| saturates to +-1 (2^+inf + 1 = inf, rcp = 0); NaN stays NaN.
-template <int kN>
-__device__ __forceinline__ void apply_softcap(float (&s)[kN], float softcap, float cap_scale) {
-  const float k = 2.f * 1.4426950408889634f * cap_scale;
-#pragma unroll
-  for (int i = 0; i < kN; ++i) s[i] = fmaf(-2.f * softcap, rcp_approx(ex2(s[i] * k) + 1.f), softcap);
 }
 
 // Varlen: the rows of the first (highest) key tile past the sequence's end
