@@ -1,5 +1,5 @@
-// ALiBi and dropout on the CUDA backend (label gpu; sm80 kernels, also on
-// Hopper where dispatch routes these problems away from sm90): forward and
+// ALiBi and dropout on the CUDA backend (label gpu; sm80 kernels, and on
+// Hopper the sm90 kernels for ALiBi without dropout): forward and
 // backward through the public API against the fp64 reference under
 // DESIGN.md's rule (same-dtype yardstick: support/naive_variants.hpp), the
 // returned keep mask equal element for element to the CPU backend's and to
@@ -244,6 +244,18 @@ TEST(CudaVariants, Alibi) {
   w.wl = 100;
   w.wr = 17;
   run_case(w, 4);
+  // The Hopper kernels' other tiles (head dims 64 and 256; on Hopper ALiBi
+  // without dropout runs there), GQA, Sq != Sk, one with a softcap too.
+  Case d64 = make(DType::F16, 2, 300, 181, 4, 2);
+  d64.D = 64;
+  d64.alibi = 2;
+  d64.causal = true;
+  run_case(d64, 5);
+  Case d256 = make(DType::BF16, 1, 130, 301, 4, 1);
+  d256.D = 256;
+  d256.alibi = 1;
+  d256.softcap = 20.f;
+  run_case(d256, 6);
 }
 
 TEST(CudaVariants, Dropout) {

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Softcap on the H200: what the cap costs, and the Hopper kernels against the sm80 ones.
+"""Softcap and ALiBi on the H200: what they cost, and the Hopper kernels against the sm80 ones.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_softcap.py OUT.csv
 
 DESIGN.md's grid (16k tokens per batch, hidden 2048: batch = 16384 / seqlen,
 heads = 2048 / hdim), bf16, causal and not, at seqlens 2k / 8k / 16k. Rows:
 `plain` (flash_attn_func, no softcap), `softcap` (softcap = 30, the default
-dispatch: the Hopper forward), and, in a second process with
-FLASHATTN_DISABLE_SM90=1, `softcap_sm80` (the sm80 kernels every GPU runs it on
-without the Hopper path). No peer implements softcap in torch SDPA, so there is
-no cuDNN row. Passes: `fwd` (no autograd) and `fwd+bwd` (forward with
+dispatch: the Hopper kernels), `alibi` (ALiBi slopes 2^(-8 (h + 1) / H) per
+head, as the ALiBi paper's), and, in a second process with
+FLASHATTN_DISABLE_SM90=1, `softcap_sm80` and `alibi_sm80` (the sm80 kernels
+every GPU runs them on without the Hopper path). torch SDPA has neither
+softcap nor ALiBi slopes in its fused kernels, so there is no cuDNN row. Passes: `fwd` (no autograd) and `fwd+bwd` (forward with
 requires_grad, then backward of a fixed dO through autograd; FLOPs 3.5x the
 forward's). CUDA events, median of 20 calls after 5 warm-ups
 (bench/gpu/timing.py); TFLOP/s are the attention's 4 B H S^2 d (halved for
@@ -67,16 +68,19 @@ def child(impls):
                     print(f"# check hdim={d} causal={int(causal)} softcap={CAP}: max|out - fp64| = {err:.3g}",
                           flush=True)
                 fl = 4 * B * H * S * S * d / (2 if causal else 1)
+                slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / H) for h in range(H)], device="cuda",
+                                      dtype=torch.float32)
                 for impl in impls:
-                    cap = 0.0 if impl == "plain" else CAP
+                    cap = CAP if impl.startswith("softcap") else 0.0
+                    al = slopes if impl.startswith("alibi") else None
 
-                    def fwd(cap=cap):
+                    def fwd(cap=cap, al=al):
                         with torch.no_grad():
-                            flash_attn_func(q, k, v, causal=causal, softcap=cap)
+                            flash_attn_func(q, k, v, causal=causal, softcap=cap, alibi_slopes=al)
 
-                    def fwd_bwd(cap=cap):
+                    def fwd_bwd(cap=cap, al=al):
                         a, b, c = (x.detach().requires_grad_(True) for x in (q, k, v))
-                        flash_attn_func(a, b, c, causal=causal, softcap=cap).backward(do)
+                        flash_attn_func(a, b, c, causal=causal, softcap=cap, alibi_slopes=al).backward(do)
 
                     for pname, f, mult in (("fwd", fwd, 1.0), ("fwd+bwd", fwd_bwd, 3.5)):
                         ms = median_ms(f)
@@ -97,7 +101,7 @@ def main():
         child(a.child.split(","))
         return
     lines = ["impl,pass,hdim,seqlen,causal,batch,heads,ms,tflops"]
-    for impls, env in (("plain,softcap", {}), ("softcap_sm80", {"FLASHATTN_DISABLE_SM90": "1"})):
+    for impls, env in (("plain,softcap,alibi", {}), ("softcap_sm80,alibi_sm80", {"FLASHATTN_DISABLE_SM90": "1"})):
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", impls],
                            env=dict(os.environ, **env), capture_output=True, text=True, timeout=300)
         for ln in p.stdout.splitlines():

@@ -255,16 +255,16 @@ bool use_sm90(const FwdParams& p) {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  // The Hopper forward takes varlen batches but no KV-cache lengths or block
-  // tables (sm90::can_implement says), and no ALiBi or dropout: those run on
-  // the sm80 kernels (sm80/variants.cuh).
-  return !disabled && !p.has_variants() && sm90::can_implement(p).ok();
+  // The Hopper forward takes varlen batches, softcap and ALiBi but no KV-cache
+  // lengths or block tables (sm90::can_implement says), and no dropout: that
+  // runs on the sm80 kernels (sm80/variants.cuh).
+  return !disabled && !(p.dropout_p > 0.0f) && sm90::can_implement(p).ok();
 }
 #endif
 
 #ifdef FLASHATTN_WITH_SM90_BWD
 // The Hopper backward likewise (head dims 64, 128 and 256, fp16/bf16, softcap
-// too, padded or varlen batches, no ALiBi / dropout: sm90::can_implement_bwd);
+// and ALiBi too, padded or varlen batches, no dropout: sm90::can_implement_bwd);
 // deterministic=true orders its dQ additions by key tile
 // (sm90/bwd_kernel.cuh, bwd_dq_writer).
 bool use_sm90_bwd(const BwdParams& p) {
@@ -272,7 +272,7 @@ bool use_sm90_bwd(const BwdParams& p) {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  return !disabled && !p.has_variants() && sm90::can_implement_bwd(p).ok();
+  return !disabled && !(p.dropout_p > 0.0f) && sm90::can_implement_bwd(p).ok();
 }
 
 // The Hopper backward with its workspace (LSE/D rows, fp32 dQ accumulator,

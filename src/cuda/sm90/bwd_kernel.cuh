@@ -45,7 +45,7 @@
 #include "bwd_kernel_split.cuh"
 #include "bwd_ptx.cuh"
 #include "bwd_seq.cuh"
-#include "softcap.cuh"
+#include "score_mod.cuh"
 #include "bwd_traits.cuh"
 #include "ptx.cuh"
 #include "wgmma.cuh"
@@ -262,7 +262,7 @@ __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, cons
 }
 
 // Consumer warpgroup cw (0 or 1): keys c0 + 64cw .. c0 + 64cw + 63.
-template <class T, bool kVarlen, bool kSoftcap>
+template <class T, bool kVarlen, int kMod>
 __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                              const BwdSeq& seq, int hk, int c0, int total,
                                              const QueryTileRange& qr, int cw, int tid) {
@@ -298,6 +298,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
 
   for (int it = 0; it < total; ++it) {
     const BwdStep<T> st(it, hk, a.group, qr);
+    // ALiBi: this step's query head's slope (0 without ALiBi), natural units.
+    [[maybe_unused]] float neg_slope = 0.f;
+    if constexpr ((kMod & kModAlibi) != 0) neg_slope = -a.alibi[blockIdx.z * a.alibi_batch_stride + st.head];
     mbar_wait(sm.q_full(st.stage), st.phase);
     if (kVarlen && st.m0 + kBlockM > seq.len_q) {
       zero_rows_past_end<kBlockM, T::kAtoms>(sm.q(st.stage), sm.dout(st.stage), seq.len_q - st.m0,
@@ -347,7 +350,15 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
       wgmma_wait<1>();  // S^T is ready (and the previous sub-tile's dV, dK); dP^T may still run
       fence_operand(s);
       [[maybe_unused]] uint32_t g[16];  // softcap: 1 - tanh^2, for dS
-      if constexpr (kSoftcap) apply_softcap_grad(s, g, a.softcap, a.cap_scale);
+      // score_mod.cuh: natural units (a.scale_log2 = log2 e).
+      if constexpr ((kMod & kModSoftcap) != 0) {
+        apply_softcap_grad(s, g, a.softcap, a.cap_scale);
+      } else if constexpr (kMod != 0) {
+        scale_scores(s, a.scale);
+      }
+      if constexpr ((kMod & kModAlibi) != 0) {
+        add_alibi_cols(s, neg_slope, static_cast<float>(q0 + 2 * t4 + mask.offset - (c0 + krow)));
+      }
 
       // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
       // q0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
@@ -397,7 +408,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
         for (int hh = 0; hh < 2; ++hh) {
           dp[4 * j + 2 * hh + 0] = s[4 * j + 2 * hh + 0] * (dp[4 * j + 2 * hh + 0] - d.x);
           dp[4 * j + 2 * hh + 1] = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
-          if constexpr (kSoftcap) {
+          if constexpr ((kMod & kModSoftcap) != 0) {
             const float2 gg = unpack_half2(g[2 * j + hh]);
             dp[4 * j + 2 * hh + 0] *= gg.x;
             dp[4 * j + 2 * hh + 1] *= gg.y;
@@ -502,8 +513,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
 }
 
 // kVarlen: cu_seqlens batches (bwd_seq.cuh), the grid covering the key
-// tiles of the longest sequence. kSoftcap: softcapped scores (softcap.cuh).
-template <class T, bool kVarlen, bool kSoftcap = false>
+// tiles of the longest sequence. kMod: softcap / ALiBi (score_mod.cuh's bits).
+template <class T, bool kVarlen, int kMod = 0>
 __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_constant__ BwdKernelArgs a) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const BwdSmem<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
@@ -559,10 +570,10 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
     setmaxnreg_inc<T::kConsumerRegs>();
     total = work(hk, c0, seq, qr);
     if constexpr (T::kSplitHeadDim) {
-      bwd_consumer_split<T, BwdStep<T>, kVarlen, kSoftcap>(a, sm, seq, hk, c0, total, qr, wg - 1,
+      bwd_consumer_split<T, BwdStep<T>, kVarlen, kMod>(a, sm, seq, hk, c0, total, qr, wg - 1,
                                                            static_cast<int>(threadIdx.x) % 128);
     } else {
-      bwd_consumer<T, kVarlen, kSoftcap>(a, sm, seq, hk, c0, total, qr, wg - 1,
+      bwd_consumer<T, kVarlen, kMod>(a, sm, seq, hk, c0, total, qr, wg - 1,
                                          static_cast<int>(threadIdx.x) % 128);
     }
   }

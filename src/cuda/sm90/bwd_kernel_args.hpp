@@ -106,11 +106,17 @@ struct BwdKernelArgs {
   int batch, seqlen_q, seqlen_q_pad, seqlen_k, heads_q, heads_kv, group;
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   float scale;       // softmax scale (dK's and dQ's final factor)
-  float scale_log2;  // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e)); log2(e) with softcap
-  // Softcap (the kSoftcap kernel): S becomes softcap * tanh(S * scale /
-  // softcap) before P, and dS carries the factor 1 - tanh^2 (softcap.cuh).
+  // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e)); log2(e) for
+  // the score-mod kernel, whose scores are in natural units.
+  float scale_log2;
+  // Score modifications (the kMod kernels, score_mod.cuh): S becomes
+  // softcap * tanh(S * scale / softcap) (0 = off), dS then carrying the
+  // factor 1 - tanh^2, and takes the ALiBi bias -slope * |i + seqlen_k -
+  // seqlen_q - j|, slope = alibi[b * alibi_batch_stride + h] (nullptr = off).
   float softcap;
   float cap_scale;  // scale / softcap
+  const float* alibi;
+  int64_t alibi_batch_stride;
 };
 
 // The preprocess and postprocess kernels (bwd_prepost.cuh).

@@ -34,7 +34,7 @@
 #include "bwd_kernel_args.hpp"
 #include "bwd_ptx.cuh"
 #include "bwd_seq.cuh"
-#include "softcap.cuh"
+#include "score_mod.cuh"
 #include "bwd_traits.cuh"
 #include "ptx.cuh"
 #include "wgmma.cuh"
@@ -43,7 +43,7 @@ namespace flashattn::detail::cuda::sm90 {
 
 // Consumer warpgroup cw (0 or 1): queries 32cw .. 32cw + 31 of each step's
 // S^T and dP^T, head-dim columns 128cw .. 128cw + 127 of dK, dV and dQ.
-template <class T, class Step, bool kVarlen, bool kSoftcap>
+template <class T, class Step, bool kVarlen, int kMod>
 __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                                    const BwdSeq& seq, int hk, int c0, int total,
                                                    const QueryTileRange& qr, int cw, int tid) {
@@ -115,7 +115,16 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
     wgmma_wait<1>();
     fence_operand(s);
     [[maybe_unused]] uint32_t g[8];  // softcap: 1 - tanh^2, for dS
-    if constexpr (kSoftcap) apply_softcap_grad(s, g, a.softcap, a.cap_scale);
+    // score_mod.cuh: natural units (a.scale_log2 = log2 e).
+    if constexpr ((kMod & kModSoftcap) != 0) {
+      apply_softcap_grad(s, g, a.softcap, a.cap_scale);
+    } else if constexpr (kMod != 0) {
+      scale_scores(s, a.scale);
+    }
+    if constexpr ((kMod & kModAlibi) != 0) {
+      const float neg_slope = -a.alibi[blockIdx.z * a.alibi_batch_stride + st.head];
+      add_alibi_cols(s, neg_slope, static_cast<float>(st.m0 + qc + mask.offset - (c0 + krow)));
+    }
 
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -160,7 +169,7 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
       for (int hh = 0; hh < 2; ++hh) {
         float ds0 = s[4 * j + 2 * hh] * (dp[4 * j + 2 * hh] - d.x);
         float ds1 = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
-        if constexpr (kSoftcap) {
+        if constexpr ((kMod & kModSoftcap) != 0) {
           const float2 gg = unpack_half2(g[2 * j + hh]);
           ds0 *= gg.x;
           ds1 *= gg.y;

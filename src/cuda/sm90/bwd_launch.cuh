@@ -35,7 +35,14 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
       <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);
 
-  auto* kernel = args.softcap > 0.f ? &bwd_kernel<T, kVarlen, true> : &bwd_kernel<T, kVarlen>;
+  // Softcap / ALiBi: the score-mod kernels (score_mod.cuh).
+  auto* kernel = &bwd_kernel<T, kVarlen>;
+  switch (score_mod_bits(args.softcap > 0.f, args.alibi != nullptr)) {
+    case kModSoftcap: kernel = &bwd_kernel<T, kVarlen, kModSoftcap>; break;
+    case kModAlibi: kernel = &bwd_kernel<T, kVarlen, kModAlibi>; break;
+    case kModSoftcap | kModAlibi: kernel = &bwd_kernel<T, kVarlen, kModSoftcap | kModAlibi>; break;
+    default: break;
+  }
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
   if (e != cudaSuccess) return fail("cudaFuncSetAttribute", e);
   const int interleave = 1 << args.heads_interleave_log2;

@@ -102,6 +102,7 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
     return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: " + kBuiltHeadDims + ")");
   }
   if (!(p.softcap >= 0.0f) || !std::isfinite(p.softcap)) return unsupported("softcap must be finite and >= 0");
+  if (p.dropout_p > 0.0f) return unsupported("dropout runs on the sm80 kernels");
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return unsupported("scale must be positive and finite");
   if (p.batch <= 0 || p.heads_q <= 0 || p.seqlen_q <= 0 || p.seqlen_k <= 0) {
     return unsupported("empty problem (the sm80 path handles it)");
@@ -168,10 +169,13 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   args->cu_seqlens_k = varlen ? p.cu_seqlens_k : nullptr;
   args->ws_head_rows = l.head_rows;
   args->scale = p.scale;
-  // Softcapped scores are in natural units already (softcap.cuh).
-  args->scale_log2 = static_cast<float>((p.softcap > 0.0f ? 1.0 : static_cast<double>(p.scale)) * 1.4426950408889634);
+  // The score-mod kernel's scores are in natural units (score_mod.cuh).
+  const bool score_mod = p.softcap > 0.0f || p.alibi_slopes != nullptr;
+  args->scale_log2 = static_cast<float>((score_mod ? 1.0 : static_cast<double>(p.scale)) * 1.4426950408889634);
   args->softcap = p.softcap;
   args->cap_scale = p.softcap > 0.0f ? p.scale / p.softcap : 0.0f;
+  args->alibi = p.alibi_slopes;
+  args->alibi_batch_stride = p.alibi_batch_stride;
   return Status::Ok();
 }
 

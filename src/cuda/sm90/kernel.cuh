@@ -22,7 +22,7 @@
 #include "kernel_traits.cuh"
 #include "mainloop.cuh"
 #include "ptx.cuh"
-#include "softcap.cuh"
+#include "score_mod.cuh"
 #include "softmax.cuh"
 #include "tile_scheduler.cuh"
 #include "wgmma.cuh"
@@ -66,11 +66,11 @@ __device__ __forceinline__ void convert_p(const float (&s)[T::kBlockN / 2],
 struct CallScales {
   float scale, scale_log2, o_mul;
 };
-template <class T, bool kSoftcap>
+template <class T, bool kScoreMod>
 __device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
-  // Softcapped scores are already scaled (apply_softcap): the softmax takes
+  // Modified scores are already scaled (score_mod.cuh): the softmax takes
   // them in natural units.
-  CallScales c{kSoftcap ? 1.f : a.scale, kSoftcap ? 1.4426950408889634f : a.scale_log2, 1.f};
+  CallScales c{kScoreMod ? 1.f : a.scale, kScoreMod ? 1.4426950408889634f : a.scale_log2, 1.f};
   if constexpr (T::kFp8) {
     const float qk = (a.q_descale != nullptr ? *a.q_descale : 1.f) *
                      (a.k_descale != nullptr ? *a.k_descale : 1.f);
@@ -114,7 +114,7 @@ __device__ __forceinline__ void zero_v_past_end(const KernelArgs& a, const SmemM
 // still in the tensor cores, and only the O rescale by exp(m_{i-1} - m_i)
 // waits for it. O then holds sum_{j<i} P_j V_j at the scale of m_i, ready
 // for P_i V_i.
-template <class T, bool kVarlen, bool kSoftcap>
+template <class T, bool kVarlen, int kMod>
 __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap<T>& sm,
                                               const WorkTile& tile, const BlockMask& mask,
                                               const KeyTileRange& range, int r0, int r1, int wg,
@@ -130,16 +130,26 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
   Softmax softmax;
   softmax.init();
-  const CallScales sc = call_scales<T, kSoftcap>(a);
+  const CallScales sc = call_scales<T, kMod != 0>(a);
 
   // This thread's two query rows and their visible key ranges.
   const int row0 = r0 + wg * 64 + (tid / 32) * 16 + lane / 4;
   const int lo0 = mask.lo(row0), hi0 = mask.hi(row0);
   const int lo1 = mask.lo(row0 + 8), hi1 = mask.hi(row0 + 8);
-  // The score modifications of one tile: softcap, then the mask.
+  // ALiBi: this tile's head's slope (0 without ALiBi), in natural units.
+  [[maybe_unused]] float neg_slope = 0.f;
+  if constexpr ((kMod & kModAlibi) != 0) neg_slope = -a.alibi[tile.batch * a.alibi_batch_stride + tile.head];
+  // The score modifications of one tile (score_mod.cuh), then the mask.
   auto mask_tile = [&](float (&s)[kBlockN / 2], int n) {
-    if constexpr (kSoftcap) apply_softcap(s, a.softcap, a.cap_scale);
     const int c0 = n * kBlockN;
+    if constexpr ((kMod & kModSoftcap) != 0) {
+      apply_softcap(s, a.softcap, a.cap_scale);
+    } else if constexpr (kMod != 0) {
+      scale_scores(s, a.scale);
+    }
+    if constexpr ((kMod & kModAlibi) != 0) {
+      add_alibi_rows(s, neg_slope, static_cast<float>(row0 + mask.offset - c0 - 2 * (lane & 3)));
+    }
     if (!tile_is_full<kBlockN>(mask, r0, r1, c0)) {
       Softmax::apply_mask(s, c0, lane, lo0, hi0, lo1, hi1);
     }
@@ -287,8 +297,9 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   Epilogue<T>::template store<kVarlen>(a, sm, tile, wg, tid, o, inv, lse);
 }
 
-// kSoftcap: the softcap instantiation (16-bit inputs; launch.cuh picks it).
-template <class T, bool kVarlen, bool kSoftcap = false>
+// kMod: the softcap / ALiBi instantiations (score_mod.cuh's bits; 16-bit
+// inputs; launch.cuh picks them).
+template <class T, bool kVarlen, int kMod = 0>
 __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_constant__ KernelArgs a) {
   using Sched = PersistentTileScheduler;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -344,7 +355,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
       int r0, r1;
       tile_rows(tile, r0, r1);
       const BlockMask mask = tile_mask(tile);
-      consumer_tile<T, kVarlen, kSoftcap>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0,
+      consumer_tile<T, kVarlen, kMod>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0,
                                           r1, wg - 1, tid, it, pipe);
     }
     Epilogue<T>::drain(tid);

@@ -105,10 +105,14 @@ struct KernelArgs {
   const float* v_descale;
   float scale;       // softmax scale (natural units, for the LSE)
   float scale_log2;  // scale * log2(e): exp(scale*(s-m)) = exp2(s*scale_log2 - m*scale_log2)
-  // Softcap (16-bit inputs; the kSoftcap kernel): scores become softcap *
-  // tanh(s * scale / softcap) before the softmax; 0 = off.
+  // Score modifications (16-bit inputs; the kMod kernels, score_mod.cuh):
+  // softcap * tanh(s * scale / softcap) (softcap 0 = off), then the ALiBi
+  // bias -slope * |i + seqlen_k - seqlen_q - j| with slope alibi[b *
+  // alibi_batch_stride + h] (nullptr = off).
   float softcap;
   float cap_scale;  // scale / softcap
+  const float* alibi;
+  int64_t alibi_batch_stride;
   int longest_first;  // causal/window: schedule the m blocks with the most keys first
   int pingpong;       // consumer warpgroups take turns issuing wgmmas (2 consumers only)
   int block_m;        // the instantiation's query rows per tile (host: which one to launch)

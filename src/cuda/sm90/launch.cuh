@@ -24,19 +24,28 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   // Varlen is a kernel of its own: with the lengths known to be the
   // arguments', the padded kernel keeps its constant mask and offsets (a
   // runtime switch cost it 3-5% at head dim 128, bench/sm90/NOTES.md).
-  // Softcap likewise (its tanh would otherwise sit in every kernel's loop),
-  // built for the tiles sm90_forward.cu's choose_block_m gives it: two
-  // consumer warpgroups (head dims 64 and 128 on 128 rows, 256).
+  // Softcap and ALiBi likewise (score_mod.cuh; their work would otherwise
+  // sit in every kernel's loop), built for the tiles sm90_forward.cu's
+  // choose_block_m gives them: two consumer warpgroups (head dims 64 and 128
+  // on 128 rows, 256).
   auto* kernel = &fwd_kernel<T, false>;
-  if constexpr (!T::kFp8) {  // fp8 takes padded batches only and no softcap (can_implement)
-    const bool varlen = args.cu_seqlens_q != nullptr, softcap = args.softcap > 0.f;
+  if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
+    const bool varlen = args.cu_seqlens_q != nullptr;
+    const int mod = score_mod_bits(args.softcap > 0.f, args.alibi != nullptr);
     if constexpr (T::kConsumerWGs == 2) {
-      if (softcap) kernel = varlen ? &fwd_kernel<T, true, true> : &fwd_kernel<T, false, true>;
-    } else if (softcap) {
-      return Status::Error(ErrorCode::Internal, "sm90 forward: no softcap kernel for " +
+      switch (mod) {
+        case kModSoftcap: kernel = varlen ? &fwd_kernel<T, true, kModSoftcap> : &fwd_kernel<T, false, kModSoftcap>; break;
+        case kModAlibi: kernel = varlen ? &fwd_kernel<T, true, kModAlibi> : &fwd_kernel<T, false, kModAlibi>; break;
+        case kModSoftcap | kModAlibi:
+          kernel = varlen ? &fwd_kernel<T, true, kModSoftcap | kModAlibi> : &fwd_kernel<T, false, kModSoftcap | kModAlibi>;
+          break;
+        default: break;
+      }
+    } else if (mod != 0) {
+      return Status::Error(ErrorCode::Internal, "sm90 forward: no softcap / ALiBi kernel for " +
                                                     std::to_string(T::kBlockM) + "-row tiles");
     }
-    if (varlen && !softcap) kernel = &fwd_kernel<T, true>;
+    if (varlen && mod == 0) kernel = &fwd_kernel<T, true>;
   }
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);

@@ -71,15 +71,16 @@ int forced_block_m(const char* name) {
 
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
 // with a right mask bound, fp8 head_dim 128 (kernel_args.hpp), and softcap,
-// which takes 128 rows at head dims 64 and 128 (two consumer warpgroups of
-// 240 registers: with three of 160 its tanh spilled 76-92 bytes in the
-// consumers, and launch.cuh builds the softcap kernel for 128 rows only).
+// and ALiBi, which take 128 rows at head dims 64 and 128 (two consumer
+// warpgroups of 240 registers: with three of 160 the softcap's tanh spilled
+// 76-92 bytes in the consumers, and launch.cuh builds the score-mod kernel
+// for 128 rows only).
 // FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 128
 // or 192 force one for A/B timing (bench/sm90/NOTES.md).
-int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap) {
+int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool score_mod) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
-  if (softcap && d <= 128) return 128;
+  if (score_mod && d <= 128) return 128;
   if (d == 128) {
     static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
     if (forced != 0) return forced;
@@ -142,6 +143,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
     return unsupported("float8_e4m3 takes padded batches without ALiBi or dropout");
   }
   if (fp8 && p.softcap != 0.0f) return unsupported("fp8 with softcap is not implemented");
+  if (p.dropout_p > 0.0f) return unsupported("dropout runs on the sm80 kernels");
   if (!(p.softcap >= 0.0f) || !std::isfinite(p.softcap)) return unsupported("softcap must be finite and >= 0");
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) {
     return unsupported("softmax scale must be positive and finite");
@@ -182,7 +184,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   const int block_m =
-      choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f);
+      choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right, sq, sk) >= 0, sq,
+                     p.softcap > 0.0f || p.alibi_slopes != nullptr);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
@@ -256,6 +259,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
   args->softcap = p.softcap;
   args->cap_scale = p.softcap > 0.0f ? p.scale / p.softcap : 0.0f;
+  args->alibi = p.alibi_slopes;
+  args->alibi_batch_stride = p.alibi_batch_stride;
   args->longest_first = args->window_right >= 0 ? 1 : 0;
   return Status::Ok();
 }
