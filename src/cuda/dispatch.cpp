@@ -244,6 +244,18 @@ class Workspace {
   cudaStream_t stream_ = nullptr;
 };
 
+// run(workspace) with `bytes` of call workspace on p's device and stream,
+// released in stream order afterwards; the first error wins.
+template <class P, class Run>
+Status with_workspace(const P& p, size_t bytes, Run run) {
+  Workspace ws;
+  Status s = ws.alloc(bytes, p.device_index, static_cast<cudaStream_t>(p.stream));
+  if (!s.ok()) return s;
+  s = run(ws.get());
+  const Status r = ws.release();
+  return s.ok() ? r : s;
+}
+
 #ifdef FLASHATTN_WITH_SM90
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
 // included, and fp8; head dims 64/128/256) and everything else runs on the
@@ -278,12 +290,7 @@ bool use_sm90_bwd(const BwdParams& p) {
 // The Hopper backward with its workspace (LSE/D rows, fp32 dQ accumulator,
 // deterministic counters; sm90/bwd_sm90.cu).
 Status run_sm90_backward(const BwdParams& p) {
-  Workspace ws;
-  Status s = ws.alloc(sm90::bwd_workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
-  if (!s.ok()) return s;
-  s = sm90::run_backward(p, ws.get());
-  const Status r = ws.release();
-  return s.ok() ? r : s;
+  return with_workspace(p, sm90::bwd_workspace_bytes(p), [&](void* ws) { return sm90::run_backward(p, ws); });
 }
 #endif
 
@@ -291,12 +298,7 @@ Status run_sm90_backward(const BwdParams& p) {
 // The Hopper forward with its workspace (fp8's V^T, masked problems' tile
 // counter; sm90_forward.hpp).
 Status run_sm90_forward(const FwdParams& p) {
-  Workspace ws;
-  Status s = ws.alloc(sm90::workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
-  if (!s.ok()) return s;
-  s = sm90::run_forward(p, ws.get());
-  const Status r = ws.release();
-  return s.ok() ? r : s;
+  return with_workspace(p, sm90::workspace_bytes(p), [&](void* ws) { return sm90::run_forward(p, ws); });
 }
 #endif
 
@@ -357,12 +359,7 @@ Status forward(const FwdParams& p) noexcept {
     s = check_device(p.device_index, k.fwd_smem, "the forward");
     if (!s.ok()) return s;
     // Split-KV partial results (sm80/fwd_plan.hpp); none for most shapes.
-    Workspace ws;
-    s = ws.alloc(forward_workspace_bytes(p), p.device_index, static_cast<cudaStream_t>(p.stream));
-    if (!s.ok()) return s;
-    s = k.fwd(p, ws.get());
-    const Status r = ws.release();
-    return s.ok() ? r : s;
+    return with_workspace(p, forward_workspace_bytes(p), [&](void* ws) { return k.fwd(p, ws); });
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "CUDA backend: unexpected exception in forward");
   }
@@ -391,13 +388,7 @@ Status backward_padded(const BwdParams& p) {
     if (p.deterministic && k.dq_smem > smem) smem = k.dq_smem;
     s = check_device(p.device_index, smem, "the backward");
     if (!s.ok()) return s;
-    Workspace ws;
-    const size_t bytes = backward_workspace_bytes(p);
-    s = ws.alloc(bytes, p.device_index, static_cast<cudaStream_t>(p.stream));
-    if (!s.ok()) return s;
-    s = k.bwd(p, ws.get());
-    const Status r = ws.release();
-    return s.ok() ? r : s;
+    return with_workspace(p, backward_workspace_bytes(p), [&](void* ws) { return k.bwd(p, ws); });
   }
 }
 
@@ -441,13 +432,8 @@ Status backward_varlen(const BwdParams& p) {
 #endif
   s = check_device(p.device_index, std::max(k.bwd_smem, k.dq_smem), "the backward");
   if (!s.ok()) return s;
-  Workspace ws;
-  s = ws.alloc(sm80::bwd_workspace(p, sm80::tile_head_dim(p.head_dim)).total, p.device_index,
-               static_cast<cudaStream_t>(p.stream));
-  if (!s.ok()) return s;
-  s = k.bwd(p, ws.get());
-  const Status r = ws.release();
-  return s.ok() ? r : s;
+  return with_workspace(p, sm80::bwd_workspace(p, sm80::tile_head_dim(p.head_dim)).total,
+                        [&](void* ws) { return k.bwd(p, ws); });
 }
 
 }  // namespace

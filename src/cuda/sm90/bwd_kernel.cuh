@@ -351,14 +351,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
       fence_operand(s);
       [[maybe_unused]] uint32_t g[16];  // softcap: 1 - tanh^2, for dS
       // score_mod.cuh: natural units (a.scale_log2 = log2 e).
-      if constexpr ((kMod & kModSoftcap) != 0) {
-        apply_softcap_grad(s, g, a.softcap, a.cap_scale);
-      } else if constexpr (kMod != 0) {
-        scale_scores(s, a.scale);
-      }
-      if constexpr ((kMod & kModAlibi) != 0) {
-        add_alibi_cols(s, neg_slope, static_cast<float>(q0 + 2 * t4 + mask.offset - (c0 + krow)));
-      }
+      modify_scores_bwd<kMod>(s, g, a, neg_slope, static_cast<float>(q0 + 2 * t4 + mask.offset - (c0 + krow)));
 
       // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
       // q0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.

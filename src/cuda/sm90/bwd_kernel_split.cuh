@@ -116,15 +116,9 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
     fence_operand(s);
     [[maybe_unused]] uint32_t g[8];  // softcap: 1 - tanh^2, for dS
     // score_mod.cuh: natural units (a.scale_log2 = log2 e).
-    if constexpr ((kMod & kModSoftcap) != 0) {
-      apply_softcap_grad(s, g, a.softcap, a.cap_scale);
-    } else if constexpr (kMod != 0) {
-      scale_scores(s, a.scale);
-    }
-    if constexpr ((kMod & kModAlibi) != 0) {
-      const float neg_slope = -a.alibi[blockIdx.z * a.alibi_batch_stride + st.head];
-      add_alibi_cols(s, neg_slope, static_cast<float>(st.m0 + qc + mask.offset - (c0 + krow)));
-    }
+    [[maybe_unused]] float neg_slope = 0.f;
+    if constexpr ((kMod & kModAlibi) != 0) neg_slope = -a.alibi[blockIdx.z * a.alibi_batch_stride + st.head];
+    modify_scores_bwd<kMod>(s, g, a, neg_slope, static_cast<float>(st.m0 + qc + mask.offset - (c0 + krow)));
 
 #pragma unroll
     for (int j = 0; j < 4; ++j) {

@@ -142,14 +142,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   // The score modifications of one tile (score_mod.cuh), then the mask.
   auto mask_tile = [&](float (&s)[kBlockN / 2], int n) {
     const int c0 = n * kBlockN;
-    if constexpr ((kMod & kModSoftcap) != 0) {
-      apply_softcap(s, a.softcap, a.cap_scale);
-    } else if constexpr (kMod != 0) {
-      scale_scores(s, a.scale);
-    }
-    if constexpr ((kMod & kModAlibi) != 0) {
-      add_alibi_rows(s, neg_slope, static_cast<float>(row0 + mask.offset - c0 - 2 * (lane & 3)));
-    }
+    modify_scores_fwd<kMod>(s, a, neg_slope, static_cast<float>(row0 + mask.offset - c0 - 2 * (lane & 3)));
     if (!tile_is_full<kBlockN>(mask, r0, r1, c0)) {
       Softmax::apply_mask(s, c0, lane, lo0, hi0, lo1, hi1);
     }

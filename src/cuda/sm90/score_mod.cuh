@@ -103,6 +103,30 @@ __device__ __forceinline__ void add_alibi_cols(float (&s)[kN], float neg_slope, 
   }
 }
 
+// All of kMod's modifications, in order, on a forward S tile (alibi_rel as
+// add_alibi_rows's rel) or a backward S^T tile (g: softcap's 1 - tanh^2;
+// alibi_base as add_alibi_cols's base). Args: KernelArgs / BwdKernelArgs.
+template <int kMod, int kN, class Args>
+__device__ __forceinline__ void modify_scores_fwd(float (&s)[kN], const Args& a, float neg_slope,
+                                                  float alibi_rel) {
+  if constexpr ((kMod & kModSoftcap) != 0) {
+    apply_softcap(s, a.softcap, a.cap_scale);
+  } else if constexpr (kMod != 0) {
+    scale_scores(s, a.scale);
+  }
+  if constexpr ((kMod & kModAlibi) != 0) add_alibi_rows(s, neg_slope, alibi_rel);
+}
+template <int kMod, int kN, class Args>
+__device__ __forceinline__ void modify_scores_bwd(float (&s)[kN], uint32_t (&g)[kN / 2], const Args& a,
+                                                  float neg_slope, float alibi_base) {
+  if constexpr ((kMod & kModSoftcap) != 0) {
+    apply_softcap_grad(s, g, a.softcap, a.cap_scale);
+  } else if constexpr (kMod != 0) {
+    scale_scores(s, a.scale);
+  }
+  if constexpr ((kMod & kModAlibi) != 0) add_alibi_cols(s, neg_slope, alibi_base);
+}
+
 __device__ __forceinline__ float2 unpack_half2(uint32_t w) {
   return __half22float2(*reinterpret_cast<const __half2*>(&w));
 }
