@@ -15,7 +15,8 @@ As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
 
 dropout_p / alibi_slopes (flash_attn_func, *_qkvpacked_func, *_kvpacked_func):
 implemented by the CPU backend and, for CUDA tensors, by the sm80 kernels
-(also on Hopper); the varlen / KV-cache functions here still refuse them
+(on Hopper ALiBi without dropout runs on the Hopper kernels, dropout on the
+sm80 ones); the varlen / KV-cache functions here still refuse them
 (the C++ API has them).  Each call
 with dropout draws a fresh Philox seed from torch's default generator
 (torch.manual_seed makes it repeatable).  return_attn_probs=True returns
