@@ -47,7 +47,7 @@ def reference(q, k, v, causal, cap):
     return (torch.softmax(s, -1) @ v).transpose(1, 2)
 
 
-def child(impls):
+def child(impls, hdims):
     import torch
 
     from flashattn import flash_attn_func
@@ -55,7 +55,7 @@ def child(impls):
 
     rows = []
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for d in (64, 128, 256):
+    for d in hdims:
         for S in (2048, 8192, 16384):
             B, H = 16384 // S, 2048 // d
             q, k, v, do = (torch.randn(B, S, H, d, device="cuda", dtype=torch.bfloat16, generator=gen)
@@ -96,13 +96,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?", default="")
     ap.add_argument("--child", default="")
+    ap.add_argument("--hdims", default="64,128,256")
+    ap.add_argument("--impls", default="plain,softcap,alibi", help="Hopper-dispatch rows")
+    ap.add_argument("--no-sm80", action="store_true", help="skip the FLASHATTN_DISABLE_SM90=1 process")
     a = ap.parse_args()
     if a.child:
-        child(a.child.split(","))
+        child(a.child.split(","), [int(x) for x in a.hdims.split(",")])
         return
     lines = ["impl,pass,hdim,seqlen,causal,batch,heads,ms,tflops"]
-    for impls, env in (("plain,softcap,alibi", {}), ("softcap_sm80,alibi_sm80", {"FLASHATTN_DISABLE_SM90": "1"})):
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", impls],
+    runs = [(a.impls, {})]
+    if not a.no_sm80:
+        runs.append(("softcap_sm80,alibi_sm80", {"FLASHATTN_DISABLE_SM90": "1"}))
+    for impls, env in runs:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", impls, "--hdims", a.hdims],
                            env=dict(os.environ, **env), capture_output=True, text=True, timeout=300)
         for ln in p.stdout.splitlines():
             print(ln, flush=True)

@@ -71,16 +71,18 @@ int forced_block_m(const char* name) {
 
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
 // with a right mask bound, fp8 head_dim 128 (kernel_args.hpp), and softcap,
-// and ALiBi, which take 128 rows at head dims 64 and 128 (two consumer
-// warpgroups of 240 registers: with three of 160 the softcap's tanh spilled
-// 76-92 bytes in the consumers, and launch.cuh builds the score-mod kernel
-// for 128 rows only).
+// which takes 128 rows at head dims 64 and 128 (two consumer warpgroups of
+// 240 registers: with three of 160 its tanh spilled 76-92 bytes in the
+// consumers, and launch.cuh builds the softcap kernels for 128 rows only),
+// and ALiBi at head dim 128 (3-10% faster there than on 192 rows; at head
+// dim 64 192 rows measured ~20% faster: bench/sm90/NOTES.md).
 // FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 128
 // or 192 force one for A/B timing (bench/sm90/NOTES.md).
-int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool score_mod) {
+int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
+                   bool alibi) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
-  if (score_mod && d <= 128) return 128;
+  if ((softcap && d <= 128) || (alibi && d == 128)) return 128;
   if (d == 128) {
     static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
     if (forced != 0) return forced;
@@ -184,8 +186,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   const int block_m =
-      choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right, sq, sk) >= 0, sq,
-                     p.softcap > 0.0f || p.alibi_slopes != nullptr);
+      choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
+                     p.alibi_slopes != nullptr);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
