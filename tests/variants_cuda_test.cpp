@@ -251,6 +251,9 @@ TEST(CudaVariants, Alibi) {
   d64.alibi = 2;
   d64.causal = true;
   run_case(d64, 5);
+  d64.causal = false;  // unmasked head dim 64: the 192-row tile
+  d64.dt = DType::BF16;
+  run_case(d64, 7);
   Case d256 = make(DType::BF16, 1, 130, 301, 4, 1);
   d256.D = 256;
   d256.alibi = 1;
