@@ -22,6 +22,9 @@
 #   bench/gpu/h200_run.sh sm90_bwd      the Hopper backward's head dims (64, 128, 256): their
 #                                 GPU tests, four sanitizers on small shapes, the
 #                                 backward against the peers (issue 6)
+#   bench/gpu/h200_run.sh score_mod     softcap / ALiBi on the Hopper kernels (issue 9): their
+#                                 GPU tests, four sanitizers, pytest, bench_softcap.py
+#                                 (Hopper vs the sm80 path) and bench_window.py
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLASHATTN_BUILD_DIR:-$root/build-h200}
@@ -206,6 +209,21 @@ stage_fp8() {
   timeout 200 python3 -m pytest -q -p no:warnings "$root/python/tests/test_fp8.py" 2>&1 | tail -n 15
   echo "== fp8 vs bf16 vs cuDNN =="
   timeout ${FA_T_BENCH:-200} python3 "$root/bench/gpu/bench_fp8.py" "$out/h200-fp8.csv" 2>&1 | tail -n 60
+}
+
+stage_score_mod() {
+  echo "== softcap / ALiBi GPU tests =="
+  local f='Features/Forward.*cap*:Features/Backward.*cap*:Sweep/Varlen*.*cap*:Sweep/Determinism.*cap*:CudaVariants.Alibi'
+  timeout ${FA_T_SWEEP:-200} "$T" --gtest_brief=1 --gtest_filter="$f" > "$out/score-mod-tests.log" 2>&1
+  echo "rc=$?"
+  grep -E "FAILED|Failure|^\[====|PASSED|SKIPPED \]" "$out/score-mod-tests.log" | head -n 40
+  sanitize_filter score_mod "softcap / ALiBi cases" "$f"
+  echo "== pytest -k 'softcap or alibi' =="
+  timeout 200 python3 -m pytest -q -p no:warnings "$root/python/tests" -k "softcap or alibi" 2>&1 | tail -n 5
+  echo "== softcap / ALiBi, Hopper vs sm80 =="
+  timeout ${FA_T_BENCH:-300} python3 "$root/bench/gpu/bench_softcap.py" "$out/h200-softcap-alibi.csv" 2>&1 | tail -n 30
+  echo "== sliding-window cost =="
+  timeout 150 python3 "$root/bench/gpu/bench_window.py" "$out/h200-window.csv" 2>&1 | tail -n 20
 }
 
 stage=${1:-tests}
