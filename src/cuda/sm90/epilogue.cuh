@@ -38,14 +38,15 @@ struct Epilogue {
       return;
     }
     // First row of this warpgroup in the sequence.
-    const int grow = tile.m_block * kBlockM + wg * 64;
+    const int grow = tile.row0 + wg * 64;
     // Varlen: a TMA store writes all 64 rows of the box, and the rows past
     // this sequence's end are the next sequence's (the map spans the packed
     // rows), so only a warpgroup whose rows all lie inside the sequence takes
     // it; the last, partial one stores from registers, bounded by the
     // sequence (4 bytes per lane and store, where TMA writes whole lines
-    // asynchronously).
-    if (kVarlen && grow + 64 > tile.seqlen_q) {
+    // asynchronously). The same for rows before the sequence's start (a
+    // first partial tile, tile_scheduler.cuh), padded batches included.
+    if ((kVarlen && grow + 64 > tile.seqlen_q) || grow < 0) {
       store_direct(a, tile, row0, lane, o, inv);
       store_lse(a, tile, row0, lane, lse);
       if constexpr (!T::kEarlyQRelease) {
@@ -100,25 +101,25 @@ struct Epilogue {
                                    const float (&lse)[2]) {
     if (a.lse != nullptr && (lane & 3) == 0) {
       float* lrow = a.lse + tile.batch * a.lse_batch_stride + tile.head * a.lse_head_stride + tile.q_off;
-      const int r0 = tile.m_block * kBlockM + row0;
-      if (r0 < tile.seqlen_q) lrow[r0] = lse[0];
-      if (r0 + 8 < tile.seqlen_q) lrow[r0 + 8] = lse[1];
+      const int r0 = tile.row0 + row0;
+      if (r0 >= 0 && r0 < tile.seqlen_q) lrow[r0] = lse[0];
+      if (r0 + 8 >= 0 && r0 + 8 < tile.seqlen_q) lrow[r0 + 8] = lse[1];
     }
   }
 
-  // Registers -> global, 4 bytes (2 elements) per store; rows past the
+  // Registers -> global, 4 bytes (2 elements) per store; rows outside the
   // sequence skipped (varlen: o_stride_batch is 0, rows are packed).
   __device__ static void store_direct(const KernelArgs& a, const WorkTile& tile, int row0,
                                       int lane, const float (&o)[kHeadDim / 2],
                                       const float (&inv)[2]) {
     using E = ElementTraits<typename T::OutElement>;
-    const int g0 = tile.m_block * kBlockM + row0;
+    const int g0 = tile.row0 + row0;
     auto* base = static_cast<uint16_t*>(a.out) + tile.batch * a.o_stride_batch +
                  tile.head * a.o_stride_head + 2 * (lane & 3);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int g = g0 + 8 * r;
-      if (g >= tile.seqlen_q) continue;
+      if (g < 0 || g >= tile.seqlen_q) continue;
       uint16_t* row = base + static_cast<int64_t>(tile.q_off + g) * a.o_stride_seq;
 #pragma unroll
       for (int j = 0; j < kHeadDim / 8; ++j) {

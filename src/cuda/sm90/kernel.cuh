@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   // The producer thread picks the work tiles and hands them to the
   // consumers (tile_scheduler.cuh); rows and mask are the tile's sequence's.
   auto tile_rows = [&](const WorkTile& tile, int& r0, int& r1) {
-    r0 = tile.m_block * T::kBlockM;
+    r0 = tile.row0;
     r1 = min(r0 + T::kBlockM, tile.seqlen_q);
   };
   auto tile_mask = [&](const WorkTile& tile) {
@@ -328,7 +328,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
       PipeState<T::kStages> pipe;
       uint32_t it = 0;
       for (int t = Sched::first(); t < a.num_tiles; t = Sched::next(a, t)) {
-        const WorkTile tile = Sched::template decode<kVarlen>(a, t);
+        const WorkTile tile = Sched::template decode<kVarlen, T::kBlockM>(a, t);
         if (!tile.active(T::kBlockM)) continue;
         Sched::publish(sm, it, t);
         int r0, r1;
@@ -344,7 +344,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
     for (uint32_t it = 0;; ++it) {
       const int t = Sched::receive(sm, it);
       if (t == Sched::kNoTile) break;
-      const WorkTile tile = Sched::template decode<kVarlen>(a, t);
+      const WorkTile tile = Sched::template decode<kVarlen, T::kBlockM>(a, t);
       int r0, r1;
       tile_rows(tile, r0, r1);
       const BlockMask mask = tile_mask(tile);

@@ -114,6 +114,9 @@ struct KernelArgs {
   const float* alibi;
   int64_t alibi_batch_stride;
   int longest_first;  // causal/window: schedule the m blocks with the most keys first
+  // causal/window: the partial query tile is each sequence's first, not its
+  // last (WorkTile::row0, tile_scheduler.cuh)
+  int first_tile_partial;
   int pingpong;       // consumer warpgroups take turns issuing wgmmas (2 consumers only)
   int block_m;        // the instantiation's query rows per tile (host: which one to launch)
   int block_n;        // the key rows the K (and 16-bit V) boxes hold: must be the kernel's kBlockN

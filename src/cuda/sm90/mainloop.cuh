@@ -128,7 +128,7 @@ struct Mainloop {
 #pragma unroll
     for (int at = 0; at < kAtoms; ++at) {
       tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * T::kAtomElems,
-                  tile.q_off + tile.m_block * kBlockM, tile.head, tile.map_batch);
+                  tile.q_off + tile.row0, tile.head, tile.map_batch);
     }
     if (!any) return;
     load_v(range.n_end - 1);

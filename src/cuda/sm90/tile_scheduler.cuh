@@ -33,12 +33,22 @@ namespace flashattn::detail::cuda::sm90 {
 
 // A work tile and its sequence: row offsets in the TMA maps (varlen: the
 // packed rows, whose map batch is 0), and the sequence's lengths.
+//
+// row0 is the tile's first query row in its sequence. With a right mask bound
+// (KernelArgs::first_tile_partial) the tiles are laid from the sequence's end
+// backwards, so that the one partial tile is the first (rows [row0 < 0,
+// kBlockM + row0)): there its missing rows cost the fewest key tiles, where
+// as the last tile they would cost the most (every warpgroup of a tile visits
+// the tile's whole key range). Rows below 0 are loaded as TMA's zero fill
+// (padded) or the previous sequence's rows (varlen), fully masked or never
+// stored.
 struct WorkTile {
-  int m_block, head, batch;
+  int m_block, head, batch, row0;
   int q_off, k_off, map_batch;
   int seqlen_q, seqlen_k;
   // Varlen: query tiles past the sequence's end have no work (both roles
-  // skip them, and count only the others for their barrier phases).
+  // skip them, and count only the others for their barrier phases). Tile m
+  // has rows iff m < ceil(seqlen_q / block_m), wherever the partial tile is.
   __device__ bool active(int block_m) const { return m_block * block_m < seqlen_q; }
 };
 
@@ -88,12 +98,12 @@ struct PersistentTileScheduler {
     return __shfl_sync(0xffffffffu, t, 0);
   }
 
-  template <bool kVarlen>
+  template <bool kVarlen, int kBlockM>
   __device__ static WorkTile decode(const KernelArgs& a, int t) {
     int m = t % a.num_m_blocks;
     const int hb = t / a.num_m_blocks;
     if (a.longest_first) m = a.num_m_blocks - 1 - m;
-    WorkTile w{m, hb % a.heads_q, hb / a.heads_q, 0, 0, 0, a.seqlen_q, a.seqlen_k};
+    WorkTile w{m, hb % a.heads_q, hb / a.heads_q, m * kBlockM, 0, 0, 0, a.seqlen_q, a.seqlen_k};
     if constexpr (kVarlen) {
       w.q_off = a.cu_seqlens_q[w.batch];
       w.seqlen_q = a.cu_seqlens_q[w.batch + 1] - w.q_off;
@@ -102,6 +112,7 @@ struct PersistentTileScheduler {
     } else {
       w.map_batch = w.batch;
     }
+    if (a.first_tile_partial) w.row0 -= (kBlockM - w.seqlen_q % kBlockM) % kBlockM;
     return w;
   }
 };
