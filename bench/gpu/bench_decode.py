@@ -16,6 +16,10 @@ decode loop), and as kernel_ms the device time of one call: the span from
 its first kernel's start to its last kernel's end (torch.profiler, median of
 20 calls; flashattn's kernels, or every kernel of the SDPA call), which is
 what a decode loop replayed from a CUDA graph pays, without host time.
+Rows `copy_same_bytes`: a torch copy_ that moves as many bytes as the step
+reads (half read, half written; buffers rotated like the caches), timed the
+same ways: the bandwidth one kernel reaches at this size, for the fixed costs
+(launch ramp, first DRAM round trips, tail) that the 2 GiB figure hides.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_decode.py out.csv
 
@@ -90,7 +94,16 @@ def main():
             ref = F.scaled_dot_product_attention(qt, *views[0], enable_gqa=True).transpose(1, 2)
             got = flashattn.flash_attn_with_kvcache(q, caches[0][0], caches[0][1], cache_seqlens=lens)
             err = (got.float() - ref.float()).abs().max().item()
-            for impl, f in (("flashattn", fa), ("torch_sdpa", sdpa)):
+            half = kv_bytes // 2
+            bufs = [(torch.empty(half, dtype=torch.uint8, device="cuda"),
+                     torch.empty(half, dtype=torch.uint8, device="cuda")) for _ in range(copies)]
+
+            def copy_same():
+                src, dst = bufs[state["i"] % copies]
+                state["i"] += 1
+                dst.copy_(src)
+
+            for impl, f in (("flashattn", fa), ("torch_sdpa", sdpa), ("copy_same_bytes", copy_same)):
                 try:
                     ms = median_ms(f)
                     ms_stream = cuda_time_ms(f, iters=20)
@@ -113,7 +126,7 @@ def main():
                 lines.append(line)
             print(f"# max|flashattn - sdpa| = {err:.3g} (batch {batch}, context {ctx})", flush=True)
             lines.append(f"# max|flashattn - sdpa| = {err:.3g} (batch {batch}, context {ctx})")
-            del caches, views
+            del caches, views, bufs
             torch.cuda.empty_cache()
     if out_path:
         with open(out_path, "w") as fh:

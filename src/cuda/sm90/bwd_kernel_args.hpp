@@ -68,6 +68,10 @@ struct BwdKernelArgs {
   CUtensorMap tm_do;  // box {64, bwd_block_m}
   CUtensorMap tm_k;   // box {64, bwd_block_n}
   CUtensorMap tm_v;   // box {64, bwd_block_n}
+  // dK, dV (box {64, 64}: a consumer warpgroup's keys): the head dim 64 /
+  // 128 kernels store them by TMA (bwd_kernel.cuh); unused at head dim 256.
+  CUtensorMap tm_dk;
+  CUtensorMap tm_dv;
   // Workspace (bwd_sm90.cu, Layout): LSE * log2(e) (+inf for a row that saw
   // no key and for the padding rows) and D = rowsum(dO * O), both
   // [B, Hq, seqlen_q_pad] (varlen: [Hq, ws_head_rows], bwd_varlen_row0) so
@@ -91,7 +95,9 @@ struct BwdKernelArgs {
   // that a key tile's CTA is scheduled that many blocks after the one it
   // waits for (bwd_kernel.cuh, before bwd_dq_writer).
   int kv_tile_base, kv_tile_step, heads_interleave_log2;
-  void* dk;  // written from registers: base pointers and strides in elements
+  // Register stores of dK/dV (head dim 256; a varlen sequence's last partial
+  // warpgroup of keys): base pointers and strides in elements.
+  void* dk;
   void* dv;
   int64_t dk_stride_batch, dk_stride_seq, dk_stride_head;
   int64_t dv_stride_batch, dv_stride_seq, dv_stride_head;

@@ -108,7 +108,9 @@ struct BwdTraits {
   // Varlen: the 256 consumer threads have zeroed the rows of a K/V or Q/dO
   // tile past the sequence's end (bwd_seq.cuh).
   static constexpr uint32_t kBarZero = kBarWG + kConsumerWGs;
-  static_assert(kBarZero < 16 && kBarDQEmpty + kDQStages <= kBarZero, "16 named barriers");
+  // kBarEpilogue + w: warpgroup w's dK/dV are staged for its TMA stores.
+  static constexpr uint32_t kBarEpilogue = kBarZero + 1;
+  static_assert(kBarEpilogue + kConsumerWGs <= 16 && kBarDQEmpty + kDQStages <= kBarZero, "16 named barriers");
 };
 
 template <class T>
