@@ -68,8 +68,8 @@ struct BwdKernelArgs {
   CUtensorMap tm_do;  // box {64, bwd_block_m}
   CUtensorMap tm_k;   // box {64, bwd_block_n}
   CUtensorMap tm_v;   // box {64, bwd_block_n}
-  // dK, dV (box {64, 64}: a consumer warpgroup's keys): the head dim 64 /
-  // 128 kernels store them by TMA (bwd_kernel.cuh); unused at head dim 256.
+  // dK, dV, box {64, 64}: 64 keys (a consumer warpgroup's at head dims 64
+  // and 128, the CTA's at 256) by 64 columns, stored by TMA.
   CUtensorMap tm_dk;
   CUtensorMap tm_dv;
   // Workspace (bwd_sm90.cu, Layout): LSE * log2(e) (+inf for a row that saw
@@ -95,8 +95,8 @@ struct BwdKernelArgs {
   // that a key tile's CTA is scheduled that many blocks after the one it
   // waits for (bwd_kernel.cuh, before bwd_dq_writer).
   int kv_tile_base, kv_tile_step, heads_interleave_log2;
-  // Register stores of dK/dV (head dim 256; a varlen sequence's last partial
-  // warpgroup of keys): base pointers and strides in elements.
+  // Register stores of dK/dV (a varlen sequence's last partial tile of
+  // keys): base pointers and strides in elements.
   void* dk;
   void* dv;
   int64_t dk_stride_batch, dk_stride_seq, dk_stride_head;

@@ -240,7 +240,41 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
     mbar_arrive(sm.q_empty(st.stage));
   }
 
-  // dK = scale * sum dS^T Q, dV = sum P^T dO: 4-byte stores from registers.
+  // dK = scale * sum dS^T Q, dV = sum P^T dO, staged in this warpgroup's
+  // atom columns (2cw, 2cw + 1) of the K and V buffers and written by TMA,
+  // as bwd_kernel.cuh does at head dims 64 and 128. Every warp of both
+  // warpgroups must be past its last wgmma first (S^T and dP^T read all of
+  // K and V; a warp's wait covers only its own part of a wgmma).
+  named_barrier_sync(T::kBarDS, 256);
+  // Varlen: a box would write the next sequence's rows past this one's end,
+  // so a CTA with such rows stores from registers below.
+  if (!kVarlen || c0 + kBlockN <= seq.len_k) {
+    fence_proxy_async_smem();  // wgmma reads (async proxy) -> st.shared
+#pragma unroll
+    for (int j = 0; j < kHalf / 8; ++j) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int row = krow + 8 * hh;
+        const uint32_t off = (2 * cw + j / 8) * kBlockN * 128 + row * 128 +
+                             ((static_cast<uint32_t>(j % 8) ^ (row % 8)) << 4) + t4 * 4;
+        st_shared_u32(sm.k() + off, E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale));
+        st_shared_u32(sm.v() + off, E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]));
+      }
+    }
+    fence_proxy_async_smem();  // st.shared -> the TMA engine's reads
+    named_barrier_sync(T::kBarWG + cw, 128);
+    if (tid == 0) {  // the maps drop rows past seqlen_k
+#pragma unroll
+      for (int at = 2 * cw; at < 2 * cw + 2; ++at) {
+        tma_store_4d(&a.tm_dk, sm.k() + at * kBlockN * 128, at * 64, seq.k_row + c0, hk, seq.map_b);
+        tma_store_4d(&a.tm_dv, sm.v() + at * kBlockN * 128, at * 64, seq.k_row + c0, hk, seq.map_b);
+      }
+      tma_store_commit();
+      tma_store_wait_read();  // shared memory must outlive the reads
+    }
+    return;
+  }
+  // 4-byte stores from registers.
   using Elem = typename T::Element;
   Elem* gdk = static_cast<Elem*>(a.dk) + seq.map_b * a.dk_stride_batch + hk * a.dk_stride_head + kHalf * cw;
   Elem* gdv = static_cast<Elem*>(a.dv) + seq.map_b * a.dv_stride_batch + hk * a.dv_stride_head + kHalf * cw;

@@ -144,19 +144,16 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
     return unsupported(why);
   }
 
-  // dK/dV: TMA stores at head dims 64 and 128 (bwd_kernel.cuh; head dim
-  // 256 stores from registers).
-  if (!bwd_split_head_dim(static_cast<int>(p.head_dim))) {
-    const TmaOperand dk{"dk", p.dk, rows_k, p.heads_kv, p.dk_str};
-    const TmaOperand dv{"dv", p.dv, rows_k, p.heads_kv, p.dv_str};
-    for (const TmaOperand* t : {&dk, &dv}) {
-      if (std::string m = tma_alignment_problem(*t, map_batch, 2); !m.empty()) return unsupported(m);
-    }
-    if (std::string why = encode_tma_maps({{&args->tm_dk, dk, 64}, {&args->tm_dv, dv, 64}}, map_batch,
-                                          p.head_dim, p.dtype);
-        !why.empty()) {
-      return unsupported(why);
-    }
+  // dK/dV go out by TMA stores (bwd_kernel.cuh, bwd_kernel_split.cuh).
+  const TmaOperand dk{"dk", p.dk, rows_k, p.heads_kv, p.dk_str};
+  const TmaOperand dv{"dv", p.dv, rows_k, p.heads_kv, p.dv_str};
+  for (const TmaOperand* t : {&dk, &dv}) {
+    if (std::string m = tma_alignment_problem(*t, map_batch, 2); !m.empty()) return unsupported(m);
+  }
+  if (std::string why = encode_tma_maps({{&args->tm_dk, dk, 64}, {&args->tm_dv, dv, 64}}, map_batch,
+                                        p.head_dim, p.dtype);
+      !why.empty()) {
+    return unsupported(why);
   }
 
   const Layout l = layout(p);
