@@ -357,12 +357,13 @@ TEST_P(EdgeShapes, DeterministicBackwardSmall) {
 // non-causal Sq < Sk, causal with a left window Sq > Sk. In deterministic
 // mode (the sm90 kernel's adds to each dQ tile wait for the key tiles before
 // them; head dim 256 runs the sm80 kernels) also the same bits when run again.
-void check_multi_tile_backward(Device dev, DType dt, int64_t head_dim, bool deterministic) {
+void check_multi_tile_backward(Device dev, DType dt, int64_t head_dim, bool deterministic,
+                               int64_t heads_q = 4, int64_t heads_kv = 2) {
   Case c;
   c.dtype = dt;
   c.batch = 2;
-  c.heads_q = 4;
-  c.heads_kv = 2;
+  c.heads_q = heads_q;
+  c.heads_kv = heads_kv;
   c.head_dim = head_dim;
   c.deterministic = deterministic;
   struct Shape {
@@ -402,6 +403,16 @@ TEST_P(EdgeShapes, DeterministicBackwardHeadDim64) {
 TEST_P(EdgeShapes, DeterministicBackwardHeadDim256) {
   const auto [dev, dt] = GetParam();
   check_multi_tile_backward(dev, dt, 256, true);
+}
+
+// Four kv heads: the sm90 kernels' deterministic grid then interleaves four
+// heads (two with 2 kv heads above; bwd_sm90.cu det_interleave_log2), so a
+// key tile's CTA waits for one four blocks before it.
+TEST_P(EdgeShapes, DeterministicBackwardFourKvHeads) {
+  const auto [dev, dt] = GetParam();
+  check_multi_tile_backward(dev, dt, 128, true, 8, 4);
+  if (testing::Test::HasFatalFailure() || testing::Test::IsSkipped()) return;
+  check_multi_tile_backward(dev, dt, 256, true, 8, 4);
 }
 
 TEST_P(EdgeShapes, BackwardHeadDim256MultiTile) {

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "bwd_kernel_args.hpp"
@@ -191,6 +192,24 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   return Status::Ok();
 }
 
+// How many kv heads the deterministic grid interleaves, as a power of two.
+// More heads side by side shorten the chains of waiting key tiles, but every
+// head in flight streams its own Q and dO (seqlen_q x head_dim x 4 bytes)
+// through the L2: 4 heads while they total at most 8 MB, else 2 (measured
+// over 2k-16k at head dims 64, 128, 256: 4 heads lost up to 20% where they
+// held 32-64 MB, 2 heads lost up to 10% at short lengths;
+// bench/sm90/NOTES.md). FLASHATTN_SM90_DET_INTERLEAVE_LOG2=0..4 overrides it
+// (read once per process, for A/B runs).
+int det_interleave_log2(const BwdParams& p) {
+  static const int forced = [] {
+    const char* e = std::getenv("FLASHATTN_SM90_DET_INTERLEAVE_LOG2");
+    return e != nullptr && e[0] >= '0' && e[0] <= '4' && e[1] == '\0' ? e[0] - '0' : -1;
+  }();
+  if (forced >= 0) return forced;
+  const int64_t per_head = p.seqlen_q * p.head_dim * 4;
+  return 4 * per_head <= (int64_t{8} << 20) ? 2 : 1;
+}
+
 }  // namespace
 
 Status can_implement_bwd(const BwdParams& p) noexcept {
@@ -221,10 +240,16 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     const bool reversed = p.deterministic && args.window_right >= 0;
     args.kv_tile_base = reversed ? kv_tiles - 1 : 0;
     args.kv_tile_step = reversed ? -1 : 1;
-    args.heads_interleave_log2 = !p.deterministic      ? 0
-                                 : p.heads_kv % 4 == 0 ? 2
-                                 : p.heads_kv % 2 == 0 ? 1
-                                                       : 0;
+    // Deterministic mode: up to 2^det_interleave_log2 kv heads side by side
+    // in the grid (BwdKernelArgs), the largest power of two dividing heads_kv.
+    args.heads_interleave_log2 = 0;
+    if (p.deterministic) {
+      const int most = det_interleave_log2(p);
+      while (args.heads_interleave_log2 < most &&
+             p.heads_kv % (int64_t{2} << args.heads_interleave_log2) == 0) {
+        ++args.heads_interleave_log2;
+      }
+    }
 
     BwdPrepArgs prep{};
     prep.o = p.out;
