@@ -42,6 +42,7 @@
 
 #include "block_mask.cuh"
 #include "bwd_tile_order.hpp"
+#include "bwd_epilogue.cuh"
 #include "bwd_kernel_args.hpp"
 #include "bwd_kernel_split.cuh"
 #include "bwd_ptx.cuh"
@@ -497,29 +498,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   // Varlen: a box would write the next sequence's rows past this one's end,
   // so a warpgroup with such rows stores from registers below.
   if (!kVarlen || key0 + 64 <= seq.len_k) {
-    fence_proxy_async_smem();  // wgmma reads (async proxy) -> st.shared
-#pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int row = krow + 8 * hh;
-        const uint32_t off =
-            (j / 8) * kBlockN * 128 + row * 128 + ((static_cast<uint32_t>(j % 8) ^ (row % 8)) << 4) + t4 * 4;
-        st_shared_u32(sm.k() + off, E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale));
-        st_shared_u32(sm.v() + off, E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]));
-      }
-    }
-    fence_proxy_async_smem();  // st.shared -> the TMA engine's reads
+    stage_dkdv<T, kHeadDim>(sm, dk, dv, krow, t4, 0, a.scale);
     named_barrier_sync(T::kBarEpilogue + cw, 128);
-    if (tid == 0 && key0 < seq.len_k) {  // the maps drop rows past seqlen_k
-#pragma unroll
-      for (int at = 0; at < T::kAtoms; ++at) {
-        const uint32_t box = at * kBlockN * 128 + 64 * cw * 128;
-        tma_store_4d(&a.tm_dk, sm.k() + box, at * 64, seq.k_row + key0, hk, seq.map_b);
-        tma_store_4d(&a.tm_dv, sm.v() + box, at * 64, seq.k_row + key0, hk, seq.map_b);
-      }
-      tma_store_commit();
-      tma_store_wait_read();  // shared memory must outlive the reads
+    if (tid == 0 && key0 < seq.len_k) {
+      store_dkdv<T>(a, sm, 64 * cw, seq.k_row + key0, hk, seq.map_b, 0, T::kAtoms);
     }
     return;
   }

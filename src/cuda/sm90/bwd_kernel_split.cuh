@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "block_mask.cuh"
+#include "bwd_epilogue.cuh"
 #include "bwd_kernel_args.hpp"
 #include "bwd_ptx.cuh"
 #include "bwd_seq.cuh"
@@ -249,29 +250,9 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
   // Varlen: a box would write the next sequence's rows past this one's end,
   // so a CTA with such rows stores from registers below.
   if (!kVarlen || c0 + kBlockN <= seq.len_k) {
-    fence_proxy_async_smem();  // wgmma reads (async proxy) -> st.shared
-#pragma unroll
-    for (int j = 0; j < kHalf / 8; ++j) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int row = krow + 8 * hh;
-        const uint32_t off = (2 * cw + j / 8) * kBlockN * 128 + row * 128 +
-                             ((static_cast<uint32_t>(j % 8) ^ (row % 8)) << 4) + t4 * 4;
-        st_shared_u32(sm.k() + off, E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale));
-        st_shared_u32(sm.v() + off, E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]));
-      }
-    }
-    fence_proxy_async_smem();  // st.shared -> the TMA engine's reads
+    stage_dkdv<T, kHalf>(sm, dk, dv, krow, t4, 2 * cw, a.scale);
     named_barrier_sync(T::kBarWG + cw, 128);
-    if (tid == 0) {  // the maps drop rows past seqlen_k
-#pragma unroll
-      for (int at = 2 * cw; at < 2 * cw + 2; ++at) {
-        tma_store_4d(&a.tm_dk, sm.k() + at * kBlockN * 128, at * 64, seq.k_row + c0, hk, seq.map_b);
-        tma_store_4d(&a.tm_dv, sm.v() + at * kBlockN * 128, at * 64, seq.k_row + c0, hk, seq.map_b);
-      }
-      tma_store_commit();
-      tma_store_wait_read();  // shared memory must outlive the reads
-    }
+    if (tid == 0) store_dkdv<T>(a, sm, 0, seq.k_row + c0, hk, seq.map_b, 2 * cw, 2);
     return;
   }
   // 4-byte stores from registers.
