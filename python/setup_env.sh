@@ -20,6 +20,11 @@
 #             toolkit found through ld.so.conf. ~30 s, 1.7 GB. Falls back to
 #             full when `import torch` then fails.
 #   TORCH_VERSION    default 2.11.0 (the H200 machine's)
+#
+# torch is installed with --no-cache-dir: pip would otherwise keep a second
+# copy of the downloaded wheels (about 3 GB for full) in ~/.cache/pip, and a
+# CI run once failed with "No space left on device" in this step. The free
+# space is logged before the install for the same reason.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +41,8 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 PY="$VENV/bin/python"
 PIP=("$PY" -m pip --disable-pip-version-check -q)
+TORCH_PIP=("${PIP[@]}" install --no-cache-dir)
+free_space() { df -Ph "$VENV" | awk 'NR == 2 { print $4 " free on " $6 }'; }
 
 have() { "$PY" - "$@" <<'EOF' 2>/dev/null
 import importlib.metadata as md, sys
@@ -59,20 +66,20 @@ fi
 torch_ok() { "$PY" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$TORCH_VERSION' else 1)" >/dev/null 2>&1; }
 
 install_full() {
-  log "installing torch==$TORCH_VERSION with its CUDA wheels (full)"
+  log "installing torch==$TORCH_VERSION with its CUDA wheels (full; needs ~5 GB, $(free_space))"
   local t0=$SECONDS
-  "${PIP[@]}" install "torch==$TORCH_VERSION"
+  "${TORCH_PIP[@]}" "torch==$TORCH_VERSION"
   log "torch installed in $((SECONDS - t0)) s"
 }
 
 install_lite() {
-  log "installing torch==$TORCH_VERSION without PyPI's CUDA stack (lite; pip will warn about the CUDA wheels it leaves out)"
+  log "installing torch==$TORCH_VERSION without PyPI's CUDA stack (lite; needs ~2 GB, $(free_space); pip will warn about the CUDA wheels it leaves out)"
   local t0=$SECONDS
-  "${PIP[@]}" install --no-deps "torch==$TORCH_VERSION"
+  "${TORCH_PIP[@]}" --no-deps "torch==$TORCH_VERSION"
   # torch's pure-Python requirements (its METADATA, less the CUDA wheels).
   "${PIP[@]}" install filelock "typing-extensions>=4.10.0" "setuptools<82" "sympy>=1.13.3" \
     "networkx>=2.5.1" jinja2 "fsspec>=0.8.5"
-  "${PIP[@]}" install --no-deps "nvidia-cufile==1.15.1.6.*" "nvidia-cusparselt-cu13==0.8.0" \
+  "${TORCH_PIP[@]}" --no-deps "nvidia-cufile==1.15.1.6.*" "nvidia-cusparselt-cu13==0.8.0" \
     "nvidia-nvshmem-cu13==3.4.5"
   log "torch (lite) installed in $((SECONDS - t0)) s"
 }
