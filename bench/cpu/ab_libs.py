@@ -5,7 +5,7 @@ and round, alternated so that every build sees the same host load:
 
 Shapes: flash_attn_func fp32 B=1 H=8 S=2048 D=128, causal and not (median of 5
 calls); flash_attn_with_kvcache decode, one query token, 32 / 4 heads, 1k
-and 64k keys, fp32 and bf16 (median of 60 / 15; each call reads the next of
+and 64k keys, fp32 and bf16 (--decode-dtypes; median of 60 / 15; each call reads the next of
 cache copies filling 1 GiB, so from memory: until the tenth session one copy
 was timed, cache-warm on a host whose L3 holds it). Prints one line per
 (build, round).
@@ -17,7 +17,10 @@ import subprocess
 import sys
 
 
-def child() -> None:
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def child(decode_dtypes: list) -> None:
     import torch
 
     import flashattn
@@ -38,7 +41,8 @@ def child() -> None:
     HQ, HKV = 32, 4
     dec = []
     for SK, n in ((1024, 60), (65536, 15)):
-        for dt in (torch.float32, torch.bfloat16):
+        for name in decode_dtypes:
+            dt = getattr(torch, DTYPES[name])
             qd = torch.randn(1, 1, HQ, D, dtype=dt)
             kc, vc = (torch.randn(1, SK, HKV, D, dtype=dt) for _ in range(2))
             lens = torch.tensor([SK], dtype=torch.int32)
@@ -52,26 +56,34 @@ def child() -> None:
                 k, v = next(nxt)
                 return flashattn.flash_attn_with_kvcache(qd, k, v, cache_seqlens=lens)
             t = med(call, n)
-            dec.append(nbytes / t / 1e9)
+            dec.append(f"{name} {nbytes / t / 1e9:.2f}")
             del copies, nxt
-    print(f"fwd fp32 d128 2k GFLOP/s nc {fwd[0]:.0f} c {fwd[1]:.0f} | decode GB/s 1k fp32 {dec[0]:.2f} "
-          f"bf16 {dec[1]:.2f}, 64k fp32 {dec[2]:.2f} bf16 {dec[3]:.2f}", flush=True)
+    nd = len(decode_dtypes)
+    print(f"fwd fp32 d128 2k GFLOP/s nc {fwd[0]:.0f} c {fwd[1]:.0f} | decode GB/s 1k {' '.join(dec[:nd])}, "
+          f"64k {' '.join(dec[nd:])}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("libs", nargs="*")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--decode-dtypes", default="fp32,bf16",
+                    help="comma-separated decode dtypes of fp32, bf16, fp16 (default fp32,bf16)")
     ap.add_argument("--child", action="store_true")
     a = ap.parse_args()
+    dts = a.decode_dtypes.split(",")
+    bad = [d for d in dts if d not in DTYPES]
+    if bad:
+        ap.error(f"unknown --decode-dtypes {bad}: choose from {sorted(DTYPES)}")
     if a.child:
-        return child()
+        return child(dts)
     if len(a.libs) < 2:
         ap.error("give at least two library paths")
     for r in range(1, a.rounds + 1):
         for lib in a.libs:
             env = dict(os.environ, FLASHATTN_LIBRARY=os.path.abspath(lib))
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"], env=env,
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
+                                  "--decode-dtypes", a.decode_dtypes], env=env,
                                  capture_output=True, text=True)
             line = out.stdout.strip() or f"failed: {out.stderr.strip().splitlines()[-1:]}"
             print(f"{os.path.basename(lib)} round {r}: {line}", flush=True)

@@ -4,7 +4,7 @@ K/V pass) against a streaming-read loop over the same number of bytes, and
 torch CPU SDPA, in one run with the same thread count.
 
 Shapes: batch 1, one query token, 32 query heads / 4 KV heads (GQA 8:1),
-head dim 128, context 1k ... 64k, fp32 and bf16. Bandwidth = K/V bytes /
+head dim 128, context 1k ... 64k, fp32 and bf16 (--dtypes adds fp16). Bandwidth = K/V bytes /
 time. The read loop is torch.sum over a fresh 1 GiB fp32 tensor (larger than
 any cache), its bytes / time. Each timed call reads the next of enough copies
 of the caches to fill --rotate-bytes (default 1 GiB), so that, as in a model's
@@ -37,7 +37,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv", nargs="?")
     ap.add_argument("--rotate-bytes", type=float, default=float(1 << 30))
+    ap.add_argument("--dtypes", default="fp32,bf16", help="comma-separated, of fp32, bf16, fp16")
     a = ap.parse_args()
+    names = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    bad = [d for d in a.dtypes.split(",") if d not in names]
+    if bad:
+        ap.error(f"unknown --dtypes {bad}: choose from {sorted(names)}")
+    dtypes = [names[d] for d in a.dtypes.split(",")]
     out = a.csv
     nt = torch.get_num_threads()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -53,7 +59,7 @@ def main():
     print("\n".join(lines), flush=True)
     del big
     g = torch.Generator().manual_seed(0)
-    for dtype in (torch.float32, torch.bfloat16):
+    for dtype in dtypes:
         for ctx in (1024, 4096, 16384, 65536):
             kc = torch.randn(1, ctx, HKV, D, generator=g).to(dtype)
             vc = torch.randn(1, ctx, HKV, D, generator=g).to(dtype)

@@ -149,6 +149,27 @@ inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* p
   }
 }
 
+// Whether attend() reads the K/V rows of a tile where they are, given rows at
+// a fixed stride (Rows, not a block table): tiles of one column block, so the
+// S GEMM reads each K value once, and head_dim a whole number of vectors;
+// 16-bit rows only where S comes from dot_rows (gemm() would widen each K
+// value once per broadcast).
+template <class T>
+inline bool in_place_tiles(int64_t d, int64_t nq, int64_t ncol) {
+  return d % VW == 0 && ncol <= NR && (std::is_same_v<T, float> || dot_cols(d, nq, ncol) > 0);
+}
+
+// S^T of a decode step's ndot query columns (dot_cols) against nk key rows.
+template <class TK>
+void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, const float* qr, float* s) {
+  switch (ndot) {  // (VW >= 4 in every build; 8 columns need VW >= 8)
+    case 1: dot_rows<1>(nk, d, k, ldk, qr, s, FBR); break;
+    case 2: dot_rows<2>(nk, d, k, ldk, qr, s, FBR); break;
+    case 4: dot_rows<4>(nk, d, k, ldk, qr, s, FBR); break;
+    default: dot_rows<kDotCols <= VW ? kDotCols : 4>(nk, d, k, ldk, qr, s, FBR); break;
+  }
+}
+
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
 // below c_end, for ncol query columns of (scale Q)^T already in qt; column i
 // sees keys [lo[i], hi[i]) (absolute). Leaves unnormalised O, m and l in the
@@ -180,15 +201,16 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     std::memset(o, 0, sizeof(float) * size_t(nq * dp));
   }
 
-  // Decode-sized tiles (one column block, so the S GEMM reads each K value
-  // once) of fp32 rows at a fixed stride, head_dim a whole number of
-  // vectors: the GEMMs read K and V where they are (the tile copies were a
-  // fifth of the decode path's time, bench/NOTES.md). Else the rows are
-  // converted / gathered / zero-padded into the tile buffers, which the
-  // GEMMs of a wide query tile re-read from L1.
-  constexpr bool kStrided32 = std::is_same_v<KV, Rows<const float>>;
-  const bool in_place = kStrided32 && d == dp && ncol <= NR;
+  // Decode-sized tiles (in_place_tiles): the GEMMs read K and V where they
+  // are (the tile copies were a fifth of the decode path's time,
+  // bench/NOTES.md). 16-bit rows are widened as loaded, on full tiles only,
+  // whose V needs no inf/NaN check. Else the rows are converted / gathered /
+  // zero-padded into the tile buffers, which the GEMMs of a wide query tile
+  // re-read from L1.
+  using T = row_type_t<KV>;
+  constexpr bool kFloat = std::is_same_v<T, float>;
   const int ndot = dot_cols(d, nq, ncol);  // S by dot_rows, on K in place or converted
+  const bool in_place = std::is_same_v<KV, Rows<const T>> && in_place_tiles<T>(d, nq, ncol);
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
@@ -196,16 +218,19 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // entries, pv_skipping_zeros below): full tiles without dropout skip the
     // check (it was 12% of a decode call's time; bench/NOTES.md).
     const bool check_v = partial || dropout;
-    const float *kt = kb, *vt = vb;
+    const bool tile_in_place = in_place && (kFloat || !check_v);
+    const T *kin = nullptr, *vin = nullptr;  // rows read in place
     int64_t ldk = d, ldv = dp;
     bool vbad = false;
-    if constexpr (kStrided32) {
-      if (in_place) {
-        kt = K.row(c0), vt = V.row(c0), ldk = K.seq_stride, ldv = V.seq_stride;
-        for (int64_t j = 0; j < nk && check_v && !vbad; ++j) vbad = has_nonfinite(vt + j * ldv, d);
+    if constexpr (std::is_same_v<KV, Rows<const T>>) {
+      if (tile_in_place) {
+        kin = K.row(c0), vin = V.row(c0), ldk = K.seq_stride, ldv = V.seq_stride;
+        if constexpr (kFloat) {
+          for (int64_t j = 0; j < nk && check_v && !vbad; ++j) vbad = has_nonfinite(vin + j * ldv, d);
+        }
       }
     }
-    if (!in_place) {
+    if (!tile_in_place) {
       for (int64_t j = 0; j < nk; ++j) {
         load_row(K.row(c0 + j), kb + j * d, d, 1.0f);
         load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
@@ -218,16 +243,14 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // filling the line-fill buffers in one burst.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
-    if (ndot) {
-      const float* qr = ws + L.qr;
-      switch (ndot) {  // (VW >= 4 in every build; 8 columns need VW >= 8)
-        case 1: dot_rows<1>(nk, d, kt, ldk, qr, s, FBR); break;
-        case 2: dot_rows<2>(nk, d, kt, ldk, qr, s, FBR); break;
-        case 4: dot_rows<4>(nk, d, kt, ldk, qr, s, FBR); break;
-        default: dot_rows<kDotCols <= VW ? kDotCols : 4>(nk, d, kt, ldk, qr, s, FBR); break;
-      }
+    if (ndot && kin) {
+      scores_by_dot(ndot, nk, d, kin, ldk, ws + L.qr, s);
+    } else if (ndot) {
+      scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, s);
+    } else if constexpr (kFloat) {
+      gemm<false>(nk, ncol, d, kin ? kin : kb, ldk, 1, qt, FBR, s, FBR);
     } else {
-      gemm<false>(nk, ncol, d, kt, ldk, 1, qt, FBR, s, FBR);
+      gemm<false>(nk, ncol, d, kb, ldk, 1, qt, FBR, s, FBR);
     }
     if (partial) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
 
@@ -286,11 +309,18 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
         }
       }
     }
-    // O = diag(alpha) O + P V, with P read as (P^T)^T.
+    // O = diag(alpha) O + P V, with P read as (P^T)^T. (vbad: fp32 rows or
+    // the converted tile, never 16-bit rows in place.)
     if ((partial || dropout) && vbad) {
-      pv_skipping_zeros(nq, dp, nk, s, vt, ldv, o, al);
+      if constexpr (kFloat) {
+        pv_skipping_zeros(nq, dp, nk, s, vin ? vin : vb, ldv, o, al);
+      } else {
+        pv_skipping_zeros(nq, dp, nk, s, vb, ldv, o, al);
+      }
+    } else if (vin) {
+      gemm<true, true>(nq, dp, nk, s, 1, FBR, vin, ldv, o, dp, al);
     } else {
-      gemm<true, true>(nq, dp, nk, s, 1, FBR, vt, ldv, o, dp, al);
+      gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, ldv, o, dp, al);
     }
   }
 }
@@ -504,6 +534,7 @@ inline size_t decode_extra_floats(const FwdParams& p) {
 #define FA_DECODE_PF_AHEAD 1
 #endif
 
+
 // One decode task: KV heads [hk0, hk0 + nh) of sequence sp, key slice `split`
 // of nsplit. It runs every head on a tile before moving to the next: a
 // [batch, seq, heads, d] cache holds one head's row as d values every
@@ -546,14 +577,17 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   // One head alone (bf16 on AMX) takes its whole slice in one call, which
   // prefetches its next tile itself.
   const int64_t step = nh > 1 ? FBC : std::max<int64_t>(c_end - c_begin, 1);
-  // Software prefetch pays for fp32 tiles read in place (64k keys, caches
+  // Software prefetch pays for tiles read in place (fp32, 64k keys, caches
   // cold: 12.3-12.9 GB/s without it, 16.7-17.1 one tile ahead, 15.5 two, 14.0
-  // four); for converted 16-bit tiles it measured 5-9% slower than the
-  // hardware prefetchers alone (bench/NOTES.md).
-  constexpr int64_t kAhead = std::is_same_v<T, float> ? FA_DECODE_PF_AHEAD * FBC : 0;
+  // four; 16-bit rows in place: 7.2-7.7 without, 10.8-11.5 with); for
+  // converted 16-bit tiles it measured 5-9% slower than the hardware
+  // prefetchers alone (bench/NOTES.md).
+  const int64_t kAhead = std::is_same_v<T, float> || (!PAGED && in_place_tiles<T>(sp.head_dim, nq, ncol))
+                             ? FA_DECODE_PF_AHEAD * FBC
+                             : 0;
   for (int64_t c0 = c_begin; c0 < std::max(c_end, c_begin + 1); c0 += step) {
     for (int64_t j = 0; j < nh; ++j) {  // an empty slice still initialises O, m, l
-      if constexpr (kAhead > 0) {
+      if (kAhead > 0) {
         const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
         for (int64_t r = c0 + kAhead + n1 * j / nh; r < c0 + kAhead + n1 * (j + 1) / nh; ++r) {
           prefetch_run(k0, kl, r);

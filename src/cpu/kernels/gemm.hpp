@@ -2,14 +2,18 @@
 // A is read one scalar at a time (broadcast) through two strides, so the
 // same kernel serves A = Q, A = K and transposed operands (A = P^T is P with
 // its strides swapped) and no tile is ever transposed per tile pair. B and C
-// are row-major with N a multiple of VW (buffers are padded with zeros).
-// An MR x (NV*VW) block of C lives in registers for the whole K loop.
+// are row-major with N a multiple of VW (buffers are padded with zeros); B
+// may be 16-bit rows (bf16 / fp16), widened to fp32 as they are loaded
+// (convert.hpp's vload_row), which is exact, so the result is the same as on
+// a converted copy. An MR x (NV*VW) block of C lives in registers for the
+// whole K loop.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <utility>
 
+#include "convert.hpp"
 #include "simd.hpp"
 
 #if !defined(FA_MR) || !defined(FA_NV)
@@ -22,13 +26,14 @@ constexpr int MR = FA_MR;  // rows of C per micro-kernel
 constexpr int NV = FA_NV;  // vectors of C per row
 constexpr int NR = NV * VW;
 
-using MicroFn = void (*)(int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak, const float* B,
+template <class TB>
+using MicroFn = void (*)(int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak, const TB* B,
                          ptrdiff_t ldb, float* C, ptrdiff_t ldc, const float* row_scale);
 
 // kAcc: C += A*B (C loaded first; multiplied by row_scale[r] when kScale),
 // else C = A*B.
-template <int R, int V, bool kAcc, bool kScale>
-void micro(int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak, const float* B, ptrdiff_t ldb,
+template <int R, int V, bool kAcc, bool kScale, class TB>
+void micro(int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak, const TB* B, ptrdiff_t ldb,
            float* C, ptrdiff_t ldc, const float* row_scale) {
   vf acc[R][V];
 #pragma GCC unroll 16
@@ -45,11 +50,11 @@ void micro(int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak, const float* B
     }
   }
   for (int64_t k = 0; k < K; ++k) {
-    const float* b = B + k * ldb;
+    const TB* b = B + k * ldb;
     const float* a = A + k * ak;
     vf bv[V];
 #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) bv[v] = vload(b + v * VW);
+    for (int v = 0; v < V; ++v) bv[v] = vload_row(b + v * VW);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       float ar = a[r * am];
@@ -63,13 +68,13 @@ void micro(int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak, const float* B
     for (int v = 0; v < V; ++v) vstore(C + r * ldc + v * VW, acc[r][v]);
 }
 
-template <bool kAcc, bool kScale, int V, size_t... Rs>
-constexpr std::array<MicroFn, MR> micro_row(std::index_sequence<Rs...>) {
-  return {&micro<int(Rs) + 1, V, kAcc, kScale>...};
+template <bool kAcc, bool kScale, class TB, int V, size_t... Rs>
+constexpr std::array<MicroFn<TB>, MR> micro_row(std::index_sequence<Rs...>) {
+  return {&micro<int(Rs) + 1, V, kAcc, kScale, TB>...};
 }
-template <bool kAcc, bool kScale, size_t... Vs>
-constexpr std::array<std::array<MicroFn, MR>, NV> micro_table(std::index_sequence<Vs...>) {
-  return {micro_row<kAcc, kScale, int(Vs) + 1>(std::make_index_sequence<MR>())...};
+template <bool kAcc, bool kScale, class TB, size_t... Vs>
+constexpr std::array<std::array<MicroFn<TB>, MR>, NV> micro_table(std::index_sequence<Vs...>) {
+  return {micro_row<kAcc, kScale, TB, int(Vs) + 1>(std::make_index_sequence<MR>())...};
 }
 
 // C[M x N] (+)= A * B with A(m, k) = A[m*am + k*ak]; N % VW == 0.
@@ -78,10 +83,10 @@ constexpr std::array<std::array<MicroFn, MR>, NV> micro_table(std::index_sequenc
 // products in k order, so the blocking changes no result.
 constexpr int64_t KC = 128;
 
-template <bool kAcc, bool kScale>
+template <bool kAcc, bool kScale, class TB>
 void gemm_block(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak,
-                const float* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc, const float* row_scale) {
-  static constexpr auto table = micro_table<kAcc, kScale>(std::make_index_sequence<NV>());
+                const TB* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc, const float* row_scale) {
+  static constexpr auto table = micro_table<kAcc, kScale, TB>(std::make_index_sequence<NV>());
   for (int64_t n0 = 0; n0 < N; n0 += NR) {
     int64_t nv = (N - n0) / VW < NV ? (N - n0) / VW : NV;
     for (int64_t m0 = 0; m0 < M; m0 += MR) {
@@ -92,9 +97,9 @@ void gemm_block(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, p
   }
 }
 
-template <bool kAcc, bool kScale = false>
+template <bool kAcc, bool kScale = false, class TB = float>
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak,
-          const float* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
+          const TB* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
           const float* row_scale = nullptr) {
   int64_t kc = K < KC ? K : KC;
   gemm_block<kAcc, kScale>(M, N, kc, A, am, ak, B, ldb, C, ldc, row_scale);
@@ -149,9 +154,9 @@ inline vf fold_columns(vf* v) {
 
 // s[j * lds + c] = K[j * ldk + 0 .. d) . q[c * d + 0 .. d) for j < nk, c < NC
 // (NC a power of two, at most VW and kDotCols), and 0 for NC <= c < VW.
-// d a multiple of VW.
-template <int NC>
-void dot_rows(int64_t nk, int64_t d, const float* K, int64_t ldk, const float* q, float* s,
+// d a multiple of VW. K: fp32 rows or 16-bit rows widened as loaded.
+template <int NC, class TK>
+void dot_rows(int64_t nk, int64_t d, const TK* K, int64_t ldk, const float* q, float* s,
               int64_t lds) {
   static_assert(NC >= 1 && NC <= VW && NC <= kDotCols && (NC & (NC - 1)) == 0, "NC");
   vi keep;
@@ -159,12 +164,12 @@ void dot_rows(int64_t nk, int64_t d, const float* K, int64_t ldk, const float* q
   for (int i = 0; i < VW; ++i) keep[i] = i < NC ? -1 : 0;
   int64_t j = 0;
   for (; j + 2 <= nk; j += 2) {
-    const float *k0 = K + j * ldk, *k1 = k0 + ldk;
+    const TK *k0 = K + j * ldk, *k1 = k0 + ldk;
     vf a0[NC], a1[NC];
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) a0[c] = a1[c] = vsplat(0.0f);
     for (int64_t e = 0; e < d; e += VW) {
-      const vf x0 = vload(k0 + e), x1 = vload(k1 + e);
+      const vf x0 = vload_row(k0 + e), x1 = vload_row(k1 + e);
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) {
         const vf y = vload(q + c * d + e);
@@ -176,12 +181,12 @@ void dot_rows(int64_t nk, int64_t d, const float* K, int64_t ldk, const float* q
     vstore(s + (j + 1) * lds, vsel(keep, dot_detail::fold_columns<NC>(a1), vsplat(0.0f)));
   }
   if (j < nk) {
-    const float* k0 = K + j * ldk;
+    const TK* k0 = K + j * ldk;
     vf a0[NC];
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) a0[c] = vsplat(0.0f);
     for (int64_t e = 0; e < d; e += VW) {
-      const vf x0 = vload(k0 + e);
+      const vf x0 = vload_row(k0 + e);
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) a0[c] += x0 * vload(q + c * d + e);
     }
