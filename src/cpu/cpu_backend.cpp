@@ -21,37 +21,46 @@ namespace {
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3, Amx = 4 };
 
-// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
-// does not know "f16c" (the sanitizer/fuzzer build uses clang).
-bool has_f16c() {
+// What the CPU offers, read once: CPUID is a VM exit under a hypervisor, and
+// reading it on every call (select() runs once or twice per forward) took
+// half of a 64-key decode call's 64 us on this project's 2-core VM
+// (bench/NOTES.md). FLASHATTN_CPU_ISA is still read per call (tests switch it).
+struct CpuFeatures {
+  bool avx2 = false, avx512 = false, amx = false, avx512_bf16 = false;
+};
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = [] {
+    CpuFeatures c;
 #if defined(__x86_64__) || defined(_M_X64)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-#else
-  return false;
+    __builtin_cpu_init();
+    // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+    // does not know "f16c" (the sanitizer/fuzzer build uses clang).
+    unsigned a = 0, b = 0, cx = 0, d = 0;
+    const bool f16c = __get_cpuid(1, &a, &b, &cx, &d) && (cx & (1u << 29));
+    c.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+    c.avx512 = c.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#if defined(FLASHATTN_CPU_AMX)
+    c.amx = c.avx512 && amx_usable();
+    c.avx512_bf16 = c.avx512 && avx512_bf16_usable();
 #endif
+#endif
+    return c;
+  }();
+  return f;
 }
 
 bool supported(Isa isa) {
-#if defined(__x86_64__) || defined(_M_X64)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq");
+  const CpuFeatures& f = cpu_features();
   switch (isa) {
-#if defined(FLASHATTN_CPU_AMX)
-    case Isa::Amx: return avx512 && amx_usable();
-    case Isa::Avx512Bf16: return avx512 && avx512_bf16_usable();
-#endif
-    case Isa::Avx512: return avx512;
-    case Isa::Avx2: return avx2;
+    case Isa::Amx: return f.amx;
+    case Isa::Avx512Bf16: return f.avx512_bf16;
+    case Isa::Avx512: return f.avx512;
+    case Isa::Avx2: return f.avx2;
     case Isa::Scalar: return true;
     default: return false;
   }
-#else
-  return isa == Isa::Scalar;
-#endif
 }
 
 // The default order: AMX, AVX-512, AVX2, scalar. The AVX512-BF16 path runs

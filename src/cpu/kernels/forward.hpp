@@ -171,7 +171,8 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 }
 
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
-// below c_end, for ncol query columns of (scale Q)^T already in qt; column i
+// below c_end, for ncol query columns of (scale Q)^T already in qt (their
+// rows in qr instead when dot_cols picks dot_rows for S); column i
 // sees keys [lo[i], hi[i]) (absolute). Leaves unnormalised O, m and l in the
 // thread's buffers; fresh = false continues from the O, m and l a previous
 // call left there (the decode path walks its key slice one tile per call).
@@ -335,7 +336,8 @@ auto kv_rows(const FwdParams& p, const void* data, const Strides& st, int64_t b,
   }
 }
 
-// Query column c of a tile is (head h_of(c), row i_of(c)); fills qt and the
+// Query column c of a tile is (head h_of(c), row i_of(c)); fills qt (or qr,
+// see attend) and the
 // per-column key bounds, returns the union of visible keys and the
 // no-mask-needed range.
 struct ColumnBounds {
@@ -366,10 +368,14 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
 #if FA_AMX
       qrows[c] = reinterpret_cast<const uint16_t*>(qrow);
 #endif
+    } else if (ndot) {
+      // dot_rows reads the rows as they are; Q^T is for gemm() only, and
+      // its strided stores (a 1 KiB stride over a 128 KiB buffer) were 39% of
+      // a 64-key decode call (bench/NOTES.md).
+      load_row(qrow, ws + L.qr + c * L.dpad, d, qscale);
     } else {
       load_row(qrow, tmp, d, qscale);
       for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
-      if (ndot) std::memcpy(ws + L.qr + c * L.dpad, tmp, sizeof(float) * size_t(d));
     }
     const KeyRange r = mask.keys(i);
     lo[c] = int32_t(r.begin);
@@ -382,8 +388,10 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
     cb.full_hi = std::min(cb.full_hi, r.end);
   }
   if constexpr (!kTiles) {
-    for (int64_t k = 0; k < d; ++k)
-      for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
+    if (!ndot) {
+      for (int64_t k = 0; k < d; ++k)
+        for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
+    }
     for (int64_t c = nq; c < ndot; ++c) std::memset(ws + L.qr + c * L.dpad, 0, sizeof(float) * size_t(d));
   }
   for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
