@@ -541,6 +541,9 @@ inline size_t decode_extra_floats(const FwdParams& p) {
 #ifndef FA_DECODE_PF_AHEAD
 #define FA_DECODE_PF_AHEAD 1
 #endif
+#ifndef FA_DECODE_PF_LOCALITY
+#define FA_DECODE_PF_LOCALITY 3
+#endif
 
 
 // One decode task: KV heads [hk0, hk0 + nh) of sequence sp, key slice `split`
@@ -580,7 +583,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   auto prefetch_run = [&](const auto& first, const auto& last, int64_t r) {
     const char* a = reinterpret_cast<const char*>(first.row(r));
     const char* e = reinterpret_cast<const char*>(last.row(r) + sp.head_dim);
-    for (; a < e; a += 64) __builtin_prefetch(a, 0, 3);
+    for (; a < e; a += 64) __builtin_prefetch(a, 0, FA_DECODE_PF_LOCALITY);
   };
   // One head alone (bf16 on AMX) takes its whole slice in one call, which
   // prefetches its next tile itself.
