@@ -64,9 +64,10 @@ bool supported(Isa isa) {
 }
 
 // The default order: AMX, AVX-512, AVX2, scalar. The AVX512-BF16 path runs
-// only when asked for: on the one CPU it was measured on (Sapphire Rapids
-// class, where VDPBF16PS issues at the rate of two FP32 FMAs) it was 0.7x the
-// AVX-512 path (bench/NOTES.md), and no CPU without AMX was at hand.
+// only when asked for: on the two CPUs it was measured on (Sapphire Rapids
+// class, where VDPBF16PS issues at the rate of two FP32 FMAs: 0.7x the
+// AVX-512 path; and a Xeon VM with avx512_bf16 but no AMX: 0.6x forward and
+// backward, bench/NOTES.md) it lost to widening bf16 into the fp32 kernels.
 Isa best_supported() {
   for (Isa isa : {Isa::Amx, Isa::Avx512, Isa::Avx2})
     if (supported(isa)) return isa;
