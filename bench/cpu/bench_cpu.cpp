@@ -19,6 +19,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flashattn/flashattn.hpp"
@@ -309,6 +310,11 @@ int main(int argc, char** argv) {
                         cfg.repeat);
             row("naive_openblas", "bwd", "fp32", D, S, c, B, H, t, 2.5 * fwd);
           }
+          // OpenBLAS's worker threads spin for ~2^28 cycles (~0.1 s) after a
+          // call; on 2 cores they took the next cell's first flashattn calls'
+          // CPU (8 or 16 ms instead of 2: cpu-20261130-2228.csv and -2233.csv,
+          // 512 causal). Let them go idle before the next cell.
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
         }
       }
     }

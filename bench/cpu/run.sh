@@ -10,8 +10,9 @@ export OMP_NUM_THREADS=$threads
 "$root/scripts/build.sh" >/dev/null
 build=${FLASHATTN_BUILD_DIR:-$root/build}
 "$root/python/setup_env.sh"  # .venv with numpy and torch from PyPI (the SDPA peer)
-"$root/.venv/bin/python" -m pip install -q matplotlib
-py="$root/.venv/bin/python"
+venv=${FLASHATTN_VENV:-${VIRTUAL_ENV:-$root/.venv}}  # the venv setup_env.sh made or found
+"$venv/bin/python" -m pip install -q matplotlib
+py="$venv/bin/python"
 out="$root/bench/results/cpu-$(date +%Y%m%d-%H%M).csv"
 mkdir -p "$root/bench/results"
 {
