@@ -215,6 +215,14 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
+    // Query columns [cb0, cb1) (whole vectors) hold every column that sees a
+    // key of this tile; a column outside sees none (all its P are 0, alpha 1)
+    // and is left out of the GEMMs and the softmax: the same bits, less work
+    // on a causal or window diagonal, where a 256-row query tile would
+    // otherwise compute the tile's full width for rows that see none of it.
+    const auto [cb0, cb1] = partial && !ndot ? visible_columns(lo, hi, nq, c0, nk) : ColumnRange{0, ncol};
+    if (cb0 >= cb1) continue;
+    const int64_t nr = std::min(cb1, nq) - cb0;  // query rows of O touched
     // V's inf/NaN matter only where P has exact zeros (masked or dropped
     // entries, pv_skipping_zeros below): full tiles without dropout skip the
     // check (it was 12% of a decode call's time; bench/NOTES.md).
@@ -242,23 +250,23 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // The next tile's K/V rows are prefetched a slice per column chunk of the
     // softmax below: spread out, the misses overlap the exp work instead of
     // filling the line-fill buffers in one burst.
-    const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
-    const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + ncol / VW - 1) / (ncol / VW) : 0;
+    const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC), nchunk = (cb1 - cb0) / VW;
+    const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + nchunk - 1) / nchunk : 0;
     if (ndot && kin) {
       scores_by_dot(ndot, nk, d, kin, ldk, ws + L.qr, s);
     } else if (ndot) {
       scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, s);
     } else if constexpr (kFloat) {
-      gemm<false>(nk, ncol, d, kin ? kin : kb, ldk, 1, qt, FBR, s, FBR);
+      gemm<false>(nk, cb1 - cb0, d, kin ? kin : kb, ldk, 1, qt + cb0, FBR, s + cb0, FBR);
     } else {
-      gemm<false>(nk, ncol, d, kb, ldk, 1, qt, FBR, s, FBR);
+      gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FBR, s + cb0, FBR);
     }
-    if (partial) mask_cols_abs(s, FBR, lo, hi, ncol, c0, nk);
+    if (partial) mask_cols_abs(s + cb0, FBR, lo + cb0, hi + cb0, cb1 - cb0, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
-    for (int64_t c = 0; c < ncol; c += VW) {
+    for (int64_t c = cb0; c < cb1; c += VW) {
       if (pf_step) {
-        const int64_t a = pf0 + c / VW * pf_step, e = std::min(pf1, a + pf_step);
+        const int64_t a = pf0 + (c - cb0) / VW * pf_step, e = std::min(pf1, a + pf_step);
         prefetch_rows(K, a, e, d);
         prefetch_rows(V, a, e, d);
       }
@@ -299,7 +307,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // softmax): P~ = P o Z / (1 - p) goes into O.
     if (dropout) {
       float* zr = ws + L.zr;
-      for (int64_t c = 0; c < nq; ++c) {
+      for (int64_t c = cb0; c < cb0 + nr; ++c) {
         const int64_t i = var->row0 + c;
         var->keep_row(i, c0, nk, zr);
         for (int64_t j = 0; j < nk; ++j) s[j * FBR + c] *= zr[j];
@@ -314,14 +322,14 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // the converted tile, never 16-bit rows in place.)
     if ((partial || dropout) && vbad) {
       if constexpr (kFloat) {
-        pv_skipping_zeros(nq, dp, nk, s, vin ? vin : vb, ldv, o, al);
+        pv_skipping_zeros(nr, dp, nk, s + cb0, vin ? vin : vb, ldv, o + cb0 * dp, al + cb0);
       } else {
-        pv_skipping_zeros(nq, dp, nk, s, vb, ldv, o, al);
+        pv_skipping_zeros(nr, dp, nk, s + cb0, vb, ldv, o + cb0 * dp, al + cb0);
       }
     } else if (vin) {
-      gemm<true, true>(nq, dp, nk, s, 1, FBR, vin, ldv, o, dp, al);
+      gemm<true, true>(nr, dp, nk, s + cb0, 1, FBR, vin, ldv, o + cb0 * dp, dp, al + cb0);
     } else {
-      gemm<true, true>(nq, dp, nk, s, 1, FBR, vb, ldv, o, dp, al);
+      gemm<true, true>(nr, dp, nk, s + cb0, 1, FBR, vb, ldv, o + cb0 * dp, dp, al + cb0);
     }
   }
 }

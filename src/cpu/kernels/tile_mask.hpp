@@ -4,6 +4,7 @@
 // answer over the tile in vector-friendly form.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/mask.hpp"
@@ -67,6 +68,25 @@ inline void mask_cols_abs(float* st, ptrdiff_t ld, const int32_t* lo, const int3
       vstore(x, vsel((l <= jv) & (jv < h), vload(x), vsplat(kNegInf)));
     }
   }
+}
+
+// Columns [begin, end) of a S^T tile, whole vectors, that hold every column
+// c < nq seeing a key of [c0, c0 + nk) by its absolute bounds [lo[c], hi[c]);
+// begin >= end when no column sees one.
+struct ColumnRange {
+  int64_t begin, end;
+};
+inline ColumnRange visible_columns(const int32_t* lo, const int32_t* hi, int64_t nq, int64_t c0,
+                                   int64_t nk) {
+  int64_t first = nq, last = -1;
+  for (int64_t c = 0; c < nq; ++c) {
+    if (std::max<int64_t>(lo[c], c0) < std::min<int64_t>(hi[c], c0 + nk)) {
+      first = std::min(first, c);
+      last = c;
+    }
+  }
+  if (last < 0) return {0, 0};
+  return {first / VW * VW, (last / VW + 1) * VW};
 }
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
