@@ -216,6 +216,9 @@ inline void p_and_ds_rows(const BwdParams& p, int64_t b, int64_t head, int64_t r
   }
 }
 
+// Query rows per block of a partly visible tile pair (bwd_pair).
+constexpr int64_t kBwdSubRows = 32;
+
 // One tile pair (query tile i, KV tile j) for every query head of the group.
 inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout& L, float* G,
                      float* W, int64_t i, int64_t j, int64_t b, int64_t hk) {
@@ -231,18 +234,37 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
   float *dk = G + L.dk + c0 * dp, *dv = G + L.dv + c0 * dp;
   float *s = W + L.s, *dps = W + L.dps;
   if (p.has_variants()) key_positions(W + L.kpos, c0, nk);
+  // A partly visible tile runs in blocks of kBwdSubRows query rows, each over
+  // only the whole vectors of keys that one of its rows sees: on a causal
+  // diagonal half of a 128 x 128 tile sees nothing. Every dV / dK / dQ
+  // element still sums its products in row (or key) order, and what is left
+  // out is P = dS = 0.
+  const int64_t sub = full ? nq : kBwdSubRows;
   for (int64_t hl = 0; hl < g; ++hl) {
     const int64_t r = hl * p.seqlen_q + r0;
-    const float *q = G + L.q + r * dp, *dout = G + L.dout + r * dp;
-    const float *lse = G + L.lse + r, *dsum = G + L.dsum + r;
-    float* dq = G + L.dq + r * dp;
-    gemm<false>(nq, nkc, d, q, dp, 1, kt, BC, s, BC);       // S = (scale Q) K^T
-    gemm<false>(nq, nkc, d, dout, dp, 1, vt, BC, dps, BC);  // dP = dO V^T
-    if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk);
-    p_and_ds_rows(p, b, hk * g + hl, r0, nq, c0, nk, nkc, lse, dsum, W + L.kpos, W + L.zr, s, dps);
-    gemm<true>(nk, dp, nq, s, 1, BC, dout, dp, dv, dp);      // dV += P^T dO
-    gemm<true>(nk, dp, nq, dps, 1, BC, q, dp, dk, dp);       // dK += dS^T (scale Q)
-    gemm<true>(nq, dp, nk, dps, BC, 1, krows, dp, dq, dp);  // dQ += dS K
+    for (int64_t a = 0; a < nq; a += sub) {
+      const int64_t na = std::min(sub, nq - a);
+      int64_t k0 = 0, k1 = nkc;  // columns of the tile, whole vectors
+      if (!full) {
+        const KeyRange ka = mask.keys(r0 + a, r0 + a + na);
+        k0 = std::clamp<int64_t>(ka.begin - c0, 0, nk) / VW * VW;
+        k1 = round_up(std::clamp<int64_t>(ka.end - c0, 0, nk), VW);
+        if (ka.empty() || k0 >= k1) continue;
+      }
+      const int64_t nka = std::min(k1, nk) - k0;  // keys of the block
+      const float *q = G + L.q + (r + a) * dp, *dout = G + L.dout + (r + a) * dp;
+      const float *lse = G + L.lse + r + a, *dsum = G + L.dsum + r + a;
+      float* dq = G + L.dq + (r + a) * dp;
+      float *sa = s + a * BC + k0, *dpa = dps + a * BC + k0;
+      gemm<false>(na, k1 - k0, d, q, dp, 1, kt + k0, BC, sa, BC);       // S = (scale Q) K^T
+      gemm<false>(na, k1 - k0, d, dout, dp, 1, vt + k0, BC, dpa, BC);  // dP = dO V^T
+      if (!full) mask_rows(sa, BC, mask, r0 + a, na, c0 + k0, nka);
+      p_and_ds_rows(p, b, hk * g + hl, r0 + a, na, c0 + k0, nka, k1 - k0, lse, dsum, W + L.kpos + k0,
+                    W + L.zr, sa, dpa);
+      gemm<true>(nka, dp, na, sa, 1, BC, dout, dp, dv + k0 * dp, dp);           // dV += P^T dO
+      gemm<true>(nka, dp, na, dpa, 1, BC, q, dp, dk + k0 * dp, dp);             // dK += dS^T (scale Q)
+      gemm<true>(na, dp, nka, dpa, BC, 1, krows + k0 * dp, dp, dq, dp);        // dQ += dS K
+    }
   }
 }
 
