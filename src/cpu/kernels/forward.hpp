@@ -217,7 +217,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
     // Query columns [cb0, cb1) (whole vectors) hold every column that sees a
     // key of this tile; a column outside sees none (all its P are 0, alpha 1)
-    // and is left out of the GEMMs and the softmax: the same bits, less work
+    // and is left out of the GEMMs and the softmax: the same values, less work
     // on a causal or window diagonal, where a 256-row query tile would
     // otherwise compute the tile's full width for rows that see none of it.
     const auto [cb0, cb1] = partial && !ndot ? visible_columns(lo, hi, nq, c0, nk) : ColumnRange{0, ncol};
