@@ -23,7 +23,7 @@ done
 "$root/scripts/build.sh" >/dev/null
 build=${FLASHATTN_BUILD_DIR:-$root/build}
 "$root/python/setup_env.sh"
-py="$root/.venv/bin/python"
+py="${FLASHATTN_VENV:-${VIRTUAL_ENV:-$root/.venv}}/bin/python"  # the venv setup_env.sh made or found
 out="$root/bench/results/cpu-interleaved-$(date +%Y%m%d-%H%M).csv"
 mkdir -p "$root/bench/results"
 {
