@@ -76,9 +76,9 @@ inline vf vload_row(const bf16_t* p) {
 #endif
 }
 inline vf vload_row(const f16_t* p) {
-#if defined(__F16C__) && FA_VW == 16
+#if defined(__F16C__) && FA_VW == 16 && defined(__AVX512F__)
   return reinterpret_cast<vf>(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
-#elif defined(__F16C__) && FA_VW == 8
+#elif defined(__F16C__) && FA_VW == 8 && defined(__AVX__)
   return reinterpret_cast<vf>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #else
   vf v;
