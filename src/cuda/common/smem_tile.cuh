@@ -32,6 +32,28 @@ struct SmemLayout {
       return row * kLd + col;
     }
   }
+
+  // Shared address of an ldmatrix lane: element (row8 + rin, 8 * c8 + 8 * cb)
+  // of the tile at s, where row8 is a multiple of 8 (a warp's or fragment's
+  // first row, often a run-time value) and cb is 0 or 1. For even c8 the
+  // swizzled chunk is ((c8 % 8) XOR (cb XOR rin % 8)), and since the tile is
+  // 128-byte aligned and its rows are whole 128-byte units, the c8 % 8 part
+  // is an XOR on address bits 4-6: every column's address is the lane's
+  // column-0 address XOR an immediate, plus an immediate. off() instead
+  // recomputed row % 8 and the XOR for each ldmatrix (the sm80 backward ran
+  // ~3.5 integer instructions per ldmatrix, 26% more instructions than
+  // FlashAttention-2's kernel). Odd c8 (head dim 192's dQ chunks of three
+  // n-tiles) keeps the plain formula: c8 + cb carries there.
+  template <class T>
+  __device__ __forceinline__ static uint32_t lane_addr(const T* s, int row8, int rin, int c8, int cb) {
+    if constexpr (kSwizzle) {
+      if (c8 & 1) return smem_u32(s + (row8 + rin) * kLd + (((c8 + cb) ^ (rin & 7)) << 3));
+      const uint32_t a0 = smem_u32(s + (row8 + rin) * kLd + 8 * (cb ^ (rin & 7)));
+      return (a0 ^ static_cast<uint32_t>((c8 & 7) << 4)) + static_cast<uint32_t>((c8 & ~7) << 4);
+    } else {
+      return smem_u32(s + (row8 + rin) * kLd + 8 * (c8 + cb));
+    }
+  }
 };
 
 // Async copy of a ROWS x COLS tile starting at `g` (row stride `ld` elements)

@@ -21,10 +21,10 @@ __device__ __forceinline__ void load_frag_a(uint32_t (&a)[4], const T* s, int m0
   const int i = lane >> 3, r = lane & 7;
   if constexpr (!A_KM) {
     // matrices: (m0,k0) (m0+8,k0) (m0,k0+8) (m0+8,k0+8) -> a0 a1 a2 a3
-    ldsm_x4(a, smem_u32(s + L::off(m0 + r + (i & 1) * 8, k0 + (i >> 1) * 8)));
+    ldsm_x4(a, L::lane_addr(s, m0, r + (i & 1) * 8, k0 >> 3, i >> 1));
   } else {
     // stored rows are k: (k0,m0) (k0,m0+8) (k0+8,m0) (k0+8,m0+8) -> a0 a1 a2 a3
-    ldsm_x4_t(a, smem_u32(s + L::off(k0 + r + (i >> 1) * 8, m0 + (i & 1) * 8)));
+    ldsm_x4_t(a, L::lane_addr(s, k0, r + (i >> 1) * 8, m0 >> 3, i & 1));
   }
 }
 
@@ -34,10 +34,10 @@ __device__ __forceinline__ void load_frag_b2(uint32_t (&b)[4], const T* s, int n
   const int i = lane >> 3, r = lane & 7;
   if constexpr (!B_KN) {
     // (n0,k0) (n0,k0+8) (n0+8,k0) (n0+8,k0+8)
-    ldsm_x4(b, smem_u32(s + L::off(n0 + r + (i >> 1) * 8, k0 + (i & 1) * 8)));
+    ldsm_x4(b, L::lane_addr(s, n0, r + (i >> 1) * 8, k0 >> 3, i & 1));
   } else {
     // stored rows are k: (k0,n0) (k0+8,n0) (k0,n0+8) (k0+8,n0+8)
-    ldsm_x4_t(b, smem_u32(s + L::off(k0 + r + (i & 1) * 8, n0 + (i >> 1) * 8)));
+    ldsm_x4_t(b, L::lane_addr(s, k0, r + (i & 1) * 8, n0 >> 3, i >> 1));
   }
 }
 
@@ -46,9 +46,9 @@ template <bool B_KN, class L, class T>
 __device__ __forceinline__ void load_frag_b1(uint32_t (&b)[2], const T* s, int n0, int k0, int lane) {
   const int i = lane >> 3, r = lane & 7;
   if constexpr (!B_KN) {
-    ldsm_x2(b, smem_u32(s + L::off(n0 + r, k0 + (i & 1) * 8)));
+    ldsm_x2(b, L::lane_addr(s, n0, r, k0 >> 3, i & 1));
   } else {
-    ldsm_x2_t(b, smem_u32(s + L::off(k0 + r + (i & 1) * 8, n0)));
+    ldsm_x2_t(b, L::lane_addr(s, k0, r + (i & 1) * 8, n0 >> 3, 0));
   }
 }
 
