@@ -41,9 +41,16 @@ struct BwdCfg {
   static constexpr int BN = D <= 128 ? 128 : 64;
   static constexpr int NW = 8;
   static constexpr int SDP_K = (D <= 128 && BM == 64) ? 4 : 2, SDP_Q = NW / SDP_K;
-  // S^T and dP^T in one k-loop (twice the fragments in flight): without
-  // spills only where the S/dP accumulators are small (64-row tiles).
-  static constexpr bool PAIR_SDP = BM == 64;
+  // S^T and dP^T in one k-loop (twice the fragments in flight), possible
+  // without spills only where the S/dP accumulators are small (64-row
+  // tiles). It measured faster when every ldmatrix recomputed its swizzled
+  // address; with SmemLayout::lane_addr the two separate k-loops (FA2's
+  // order) leave ptxas more registers for the hoisted addresses: head dim
+  // 128 backward +1-6% on the H200 (bench/NOTES.md). Kept as a knob for A/B.
+#ifndef FA_SM80_BWD_PAIR_SDP
+#define FA_SM80_BWD_PAIR_SDP 0
+#endif
+  static constexpr bool PAIR_SDP = BM == 64 && FA_SM80_BWD_PAIR_SDP;
   static constexpr int KV_K = D <= 128 ? 4 : 2, KV_D = NW / KV_K;
   // dQ: for 64-row tiles 2 x 4 warps (32 queries x D/4 each) read fewer B
   // fragments than 4 x 2; for 128-row tiles 4 x 2 reads fewer A fragments.
