@@ -366,6 +366,58 @@ TEST(ReferenceForward, GqaEqualsRepeatedKvHeads) {
         }
 }
 
+// given_out: D_i = rowsum(dO o O_given). With the exact O the gradients are
+// unchanged; with O_i moved by e the shift of D_i is delta_i = dO_i . e, and
+// dS_ij = P_ij (dP_ij - D_i) moves by -P_ij delta_i: dQ_i by -scale delta_i
+// sum_j P_ij K_j, dK_j by -scale sum_i P_ij delta_i Q_i, dV not at all.
+TEST(ReferenceBackward, GivenOutSetsRowsumTerm) {
+  Problem p;
+  p.batch = 1;
+  p.seqlen_q = 5;
+  p.seqlen_k = 6;
+  p.heads_q = 2;
+  p.heads_kv = 1;
+  p.head_dim = 4;
+  p.causal = true;
+  const Sizes s = sizes(p);
+  const Vec q = randn(s.q, 11), k = randn(s.kv, 12), v = randn(s.kv, 13), dout = randn(s.o, 14);
+  const Fwd f = run_fwd(p, q, k, v);
+  Vec dq(s.q), dk(s.kv), dv(s.kv), dq1(s.q), dk1(s.kv), dv1(s.kv), dq2(s.q), dk2(s.kv), dv2(s.kv);
+  namespace R = flashattn::reference;
+  R::backward(p, q.data(), k.data(), v.data(), dout.data(), dq.data(), dk.data(), dv.data());
+  R::backward(p, q.data(), k.data(), v.data(), dout.data(), dq1.data(), dk1.data(), dv1.data(), f.out.data());
+  for (size_t i = 0; i < dq.size(); ++i) EXPECT_NEAR(dq1[i], dq[i], 1e-12);
+  for (size_t i = 0; i < dk.size(); ++i) EXPECT_NEAR(dk1[i], dk[i], 1e-12);
+  const Vec e = randn(s.o, 15);
+  Vec moved = f.out;
+  for (size_t i = 0; i < moved.size(); ++i) moved[i] += 1e-3 * e[i];
+  R::backward(p, q.data(), k.data(), v.data(), dout.data(), dq2.data(), dk2.data(), dv2.data(), moved.data());
+  EXPECT_EQ(dv2, dv);
+  const int64_t Sq = p.seqlen_q, Sk = p.seqlen_k, H = p.heads_q, D = p.head_dim;
+  const double scale = 1.0 / std::sqrt(double(D));
+  Vec want_dk = dk;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < Sq; ++i) {
+      const size_t qi = size_t((i * H + h) * D);
+      double delta = 0;
+      for (int64_t d = 0; d < D; ++d) delta += dout[qi + d] * 1e-3 * e[qi + d];
+      // P_ij from the exact forward's LSE (causal, Sk > Sq: keys j <= i + 1).
+      const double lse = f.lse[size_t(h * Sq + i)];
+      Vec shift(size_t(D), 0.0);
+      for (int64_t j = 0; j <= i + Sk - Sq; ++j) {
+        double sc = 0;
+        for (int64_t d = 0; d < D; ++d) sc += q[qi + d] * k[size_t(j * D + d)];
+        const double pij = std::exp(scale * sc - lse);
+        for (int64_t d = 0; d < D; ++d) {
+          shift[size_t(d)] -= scale * delta * pij * k[size_t(j * D + d)];
+          want_dk[size_t(j * D + d)] -= scale * delta * pij * q[qi + d];
+        }
+      }
+      for (int64_t d = 0; d < D; ++d) EXPECT_NEAR(dq2[qi + d], dq[qi + d] + shift[size_t(d)], 1e-12);
+    }
+  for (size_t i = 0; i < dk.size(); ++i) EXPECT_NEAR(dk2[i], want_dk[i], 1e-12);
+}
+
 // ---------------------------------------------------------------------------
 // The test support's own fp16/bf16 conversions.
 

@@ -138,7 +138,8 @@ void forward(const Problem& pb, const double* q, const double* k, const double* 
 }
 
 void backward(const Problem& pb, const double* q, const double* k, const double* v,
-              const double* dout, double* dq, double* dk, double* dv) {
+              const double* dout, double* dq, double* dk, double* dv,
+              const double* given_out) {
   const int64_t B = pb.batch, Sq = pb.seqlen_q, Sk = pb.seqlen_k, H = pb.heads_q,
                 Hkv = pb.heads_kv, D = pb.head_dim;
   const int64_t group = H / Hkv;
@@ -174,6 +175,11 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
             acc *= dropout_factor(pb, b, h, i, j);
             dp[j] = acc;
             Di += sl.p[i * Sk + j] * acc;
+          }
+          if (given_out != nullptr) {
+            const double* oi = given_out + ix.q(b, i, h);
+            Di = 0.0;
+            for (int64_t d = 0; d < D; ++d) Di += doi[d] * oi[d];
           }
           for (int64_t j = 0; j < Sk; ++j) {
             const double pij = sl.p[i * Sk + j];

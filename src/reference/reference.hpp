@@ -35,7 +35,16 @@ void forward(const Problem& pb, const double* q, const double* k, const double* 
              double* out, double* lse);
 
 // Gradients of sum(out * dout) w.r.t. q, k, v; recomputes everything itself.
+// given_out (null: not used) is the O that the backward under test was
+// given, laid out like q: D_i = rowsum(dO o O) then comes from it, as in
+// every FlashAttention backward, instead of the exact sum_j P_ij dP_ij. The
+// two differ by dO . (O_given - O), the error of O's rounding, which a
+// kernel cannot avoid. Where the exact gradient cancels to 0 (the fuzz
+// oracle's zero-stride K: identical key rows make dQ = 0) that error is the
+// whole of the kernel's dQ, while the naive's bf16 rounding of dS can erase
+// it by luck (found by the fuzzer: dQ 1.7e-4 against naive 3.5e-5 and exact 0).
 void backward(const Problem& pb, const double* q, const double* k, const double* v,
-              const double* dout, double* dq, double* dk, double* dv);
+              const double* dout, double* dq, double* dk, double* dv,
+              const double* given_out = nullptr);
 
 }  // namespace flashattn::reference

@@ -190,6 +190,13 @@ struct Problem {
   float descale[3] = {0, 0, 0};
 };
 
+// %g keeps a denormal or tiny option visible (std::to_string prints 0.000000).
+std::string g_fmt(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", x);
+  return b;
+}
+
 float fuzz_float(Bytes& in, bool allow_bad) {
   switch (in.below(allow_bad ? 10 : 6)) {
     case 0: return 0.0f;
@@ -674,8 +681,8 @@ void run_one(Bytes& in) {
                    : std::string()) + " B " +
            std::to_string(pb.B) + " Sq " + std::to_string(pb.Sq) + " Sk " + std::to_string(pb.Sk) +
            " Hq " + std::to_string(pb.Hq) + " Hkv " + std::to_string(pb.Hkv) + " D " +
-           std::to_string(pb.D) + " scale " + std::to_string(pb.opt.softmax_scale) + " softcap " +
-           std::to_string(pb.opt.softcap) + " window " + std::to_string(pb.opt.window_left) + "," +
+           std::to_string(pb.D) + " scale " + g_fmt(pb.opt.softmax_scale) + " softcap " +
+           g_fmt(pb.opt.softcap) + " window " + std::to_string(pb.opt.window_left) + "," +
            std::to_string(pb.opt.window_right) + " causal " + std::to_string(pb.opt.causal) +
            " amp " + std::to_string(amp) + " packed " + std::to_string(packed) + " mutations" + applied;
 
@@ -804,15 +811,17 @@ void run_one(Bytes& in) {
   }
   const std::vector<double> dO = read_dense(c.dout);
   std::vector<double> dq(q.size()), dk(k.size()), dv(v.size()), ndq, ndk, ndv;
-  flashattn::reference::backward(rp, q.data(), k.data(), v.data(), dO.data(), dq.data(), dk.data(), dv.data());
+  // Both the reference and the naive take D = rowsum(dO o O) from the O this
+  // backward was given (the library's forward, run above), so that all three
+  // carry the same error from O's rounding (reference.hpp says why).
+  const std::vector<double> given_out = read_dense(c.out);
+  flashattn::reference::backward(rp, q.data(), k.data(), v.data(), dO.data(), dq.data(), dk.data(),
+                                 dv.data(), given_out.data());
   const std::vector<double> gq = read_dense(c.dq), gk = read_dense(c.dk), gv = read_dense(c.dv);
   expect_finite("dq", gq, dq);
   expect_finite("dk", gk, dk);
   expect_finite("dv", gv, dv);
   if (!compare) return;
-  // The naive backward from the O this backward was given (the library's
-  // forward, run above): both then carry the same error from O's rounding.
-  const std::vector<double> given_out = read_dense(c.out);
   flashattn::reference::naive_backward(rp, dt, q, k, v, dO, &ndq, &ndk, &ndv, &given_out);
   const auto m = flashattn::reference::magnitudes(q, k, v, dO, pb.D, scale);
   const int64_t group = pb.Hq / pb.Hkv;
