@@ -150,7 +150,7 @@ __device__ __forceinline__ void bwd_p_ds(float (&s)[MT][NT][4], float (&dp)[MT][
   }
 }
 
-// VAR: ALiBi / dropout (bwd_p_ds); SEQ: varlen batches (bwd_seq.cuh). Both
+// VAR: ALiBi / dropout / softcap (bwd_p_ds); SEQ: varlen batches (bwd_seq.cuh). Both
 // are launched with DET = false for both modes, the dQ atomics then switched
 // at run time (a.dq_accum == nullptr when deterministic), so that each adds
 // one instantiation, not two. The VAR kernel handles varlen batches too (a
@@ -309,12 +309,10 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
         else
           bwd_p_ds<false, false, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t, slope_unit, bh);
       }
-    } else if (a.softcap > 0.f) {
-      if (full)
-        bwd_p_ds<true, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t);
-      else
-        bwd_p_ds<true, false>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t);
     } else {
+      // No softcap here: launch_bwd.cuh sends it to the VAR kernel. Its tanh
+      // path, compiled into this loop beside the plain one, made ptxas spill
+      // in the plain kernel (head dim 64: 68 -> 8 bytes, 256: 36 -> 0).
       if (full)
         bwd_p_ds<false, true>(s, dp, cLSE, cDD, a, mask, m0, c0, sk0, sq0, g, t);
       else

@@ -37,13 +37,14 @@
 namespace flashattn::detail::cuda::sm80 {
 
 // Scores of one tile in C-fragment layout for rows r_base + 16mt + g (+8):
-// softcap, then (VAR, pack 1) the ALiBi bias slope_unit |row + offset - key|,
-// then -inf where the mask hides the key (columns c0 + 8nt + 2t + e).
-template <bool VAR = false, int MT, int NT>
+// softcap (not in PLAIN), then (VAR, pack 1) the ALiBi bias slope_unit
+// |row + offset - key|, then -inf where the mask hides the key (columns
+// c0 + 8nt + 2t + e).
+template <bool VAR = false, bool PLAIN = false, int MT, int NT>
 __device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnArgs& a, const WindowMask& mask,
                                               int pack, int r_base, int c0, bool full, int lane,
                                               float slope_unit = 0.f) {
-  if (a.softcap > 0.f) {
+  if (!PLAIN && a.softcap > 0.f) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -88,8 +89,13 @@ __device__ __forceinline__ void fwd_score_mod(float (&s)[MT][NT][4], const AttnA
 // warp) when a (sequence, KV head) has at most 16 query rows (decode).
 // VAR: ALiBi and dropout (variants.cuh) as runtime switches; launched with
 // pack = 1 only (a tile's rows are one head's queries).
-template <class T, int D, class Cfg = FwdCfg<D>, bool VAR = false>
+// PLAIN: the common prefill (fwd_is_plain: no softcap, no paged K/V, no
+// packed GQA rows, no KV split) with those paths compiled out. Beside them
+// ptxas spilled the plain tile loop (head dim 128: 172 bytes) and ran the
+// paged row arithmetic's integer work in the loop body's registers.
+template <class T, int D, class Cfg = FwdCfg<D>, bool VAR = false, bool PLAIN = false>
 __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
+  static_assert(!(VAR && PLAIN), "PLAIN has no variants");
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32;
   constexpr int MT = BM / (16 * NW);  // m-tiles per warp
   constexpr int NT = BN / 8;          // score n-tiles
@@ -106,8 +112,9 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Heaviest (causal: last) query blocks first.
   const int m_block = gridDim.x - 1 - blockIdx.x, hy = blockIdx.y;
-  const int b = blockIdx.z / a.nsplit, split = blockIdx.z % a.nsplit;
-  const int pack = a.pack;
+  const int nsplit = PLAIN ? 1 : a.nsplit;
+  const int b = blockIdx.z / nsplit, split = blockIdx.z % nsplit;
+  const int pack = PLAIN ? 1 : a.pack;
   // hy is the query head, or the KV head when the group is packed into rows.
   const int hk = pack > 1 ? hy : hy / a.group;
 
@@ -129,7 +136,7 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   // Split pieces: let the combine grid (launched with programmatic dependent
   // launch) be scheduled into the SMs this grid leaves free; it waits for
   // this grid's completion before it reads anything.
-  if (a.nsplit > 1) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (nsplit > 1) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
   const int r0 = m_block * BM;
   const int rows_total = len_q * pack;
@@ -145,7 +152,7 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   const T* gQ = qbase + b * a.q.sb + (q_off + r0) * a.q.ss + static_cast<int64_t>(hy) * a.q.sh;
   const T* gK = kbase + b * a.k.sb + k_off * a.k.ss + hk * a.k.sh;
   const T* gV = vbase + b * a.v.sb + k_off * a.v.ss + hk * a.v.sh;
-  const int32_t* table = a.block_table != nullptr ? a.block_table + b * a.bt_stride : nullptr;
+  const int32_t* table = !PLAIN && a.block_table != nullptr ? a.block_table + b * a.bt_stride : nullptr;
   // Paged: key row c lives in page table[c / page_size] (k.sb is the page stride).
   auto load_kv = [&](T* s, const T* base, const T* g, const Tensor4& t, int c0) {
     if (table != nullptr) {
@@ -169,10 +176,10 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
     n_begin = static_cast<int>(kr.begin / BN);
     n_end = static_cast<int>((kr.end + BN - 1) / BN);
   }
-  if (a.nsplit > 1) {  // this block's slice of the key tiles
+  if (nsplit > 1) {  // this block's slice of the key tiles
     const int n = n_end - n_begin;
-    const int s0 = n_begin + static_cast<int>(static_cast<int64_t>(n) * split / a.nsplit);
-    n_end = n_begin + static_cast<int>(static_cast<int64_t>(n) * (split + 1) / a.nsplit);
+    const int s0 = n_begin + static_cast<int>(static_cast<int64_t>(n) * split / nsplit);
+    n_end = n_begin + static_cast<int>(static_cast<int64_t>(n) * (split + 1) / nsplit);
     n_begin = s0;
   }
 
@@ -225,7 +232,7 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
 
     gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(s, sQ, wrow, sK, 0, lane);
     const bool full = mask.tile_full(q_lo, q_hi, c0, c0 + BN);
-    fwd_score_mod<VAR>(s, a, mask, pack, r0 + wrow, c0, full, lane, slope_unit);
+    fwd_score_mod<VAR, PLAIN>(s, a, mask, pack, r0 + wrow, c0, full, lane, slope_unit);
 
     cp_async_wait<0>();  // V_n landed
     __syncthreads();     // ... and every warp is done with K_n
@@ -248,7 +255,7 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   float lse[MT][2];
   sm.finish(o, a.mult, lse);
   const int g = lane >> 2, t = lane & 3;
-  if (a.nsplit > 1) {
+  if (nsplit > 1) {
     // Partial result of this key slice, fp32, for the combine kernel.
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)

@@ -99,4 +99,11 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
   return f;
 }
 
+// The plan runs fwd_kernel's PLAIN instantiation: 128-row tiles, one head
+// per tile, one piece per row, and nothing the plain prefill does not need.
+inline bool fwd_is_plain(const FwdParams& p, const FwdPlan& f) {
+  return !f.decode && f.pack == 1 && f.nsplit == 1 && !p.has_variants() && p.softcap <= 0.f &&
+         p.block_table == nullptr;
+}
+
 }  // namespace flashattn::detail::cuda::sm80

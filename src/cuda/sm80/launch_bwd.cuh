@@ -37,10 +37,11 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t str
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
                                                      " key tiles exceed the 2^31 - 1 blocks of one launch");
   const dim3 grid(static_cast<unsigned>(blocks));
-  // ALiBi / dropout: the VAR kernel (varlen or not), varlen without them the
-  // SEQ kernel, each for both modes (their dQ atomics are off when
-  // args.dq_accum is null, i.e. deterministic).
-  auto* kernel = p.has_variants()  ? &bwd_kernel<T, D, false, BIG_SMEM, true>
+  // ALiBi / dropout / softcap: the VAR kernel (varlen or not), varlen
+  // without them the SEQ kernel, each for both modes (their dQ atomics are
+  // off when args.dq_accum is null, i.e. deterministic). The plain and SEQ
+  // kernels have no softcap path (bwd_kernel.cuh says why).
+  auto* kernel = p.has_variants() || p.softcap > 0.f ? &bwd_kernel<T, D, false, BIG_SMEM, true>
                  : p.varlen()      ? &bwd_kernel<T, D, false, BIG_SMEM, false, true>
                  : p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM>
                                    : &bwd_kernel<T, D, false, BIG_SMEM>;

@@ -74,7 +74,7 @@ Status run_fwd(const FwdParams& p, void* workspace) {
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Dc::smem())));
     kernel<<<grid, Dc::NW * 32, Dc::smem(), stream>>>(args);
   } else {
-    auto* kernel = &fwd_kernel<T, D, Cfg>;
+    auto* kernel = fwd_is_plain(p, plan) ? &fwd_kernel<T, D, Cfg, false, true> : &fwd_kernel<T, D, Cfg>;
     constexpr size_t smem = Cfg::smem();
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     kernel<<<grid, Cfg::NW * 32, smem, stream>>>(args);
