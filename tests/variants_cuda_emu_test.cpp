@@ -82,7 +82,8 @@ void emu_forward(const fd::FwdParams& p) {
   }
   if (p.dropout_mask) std::memset(p.dropout_mask, 0, size_t(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k) * 4);
   const emu::Dim3 grid{unsigned(plan.m_blocks), unsigned(plan.heads_y), unsigned(p.batch * plan.nsplit)};
-  emu::launch(grid, Cfg::NW * 32, [&] { s8::fwd_kernel<T, 64, Cfg, true>(args); });
+  auto* kernel = s8::fwd_kernel_for<T, 64>(p, plan);  // the launcher's choice (VAR here)
+  emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });
   if (plan.nsplit > 1) {
     const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
     emu::launch({s8::combine_blocks(rows), 1, 1}, s8::kCombineThreads,
@@ -104,12 +105,13 @@ void emu_backward(const fd::BwdParams& p) {
   emu::launch({unsigned((rows + 7) / 8), 1, 1}, 256, [&] { s8::bwd_preprocess_kernel<T>(args); });
   using Cfg = s8::BwdCfg<64>;
   const emu::Dim3 grid{unsigned(s8::bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch)), 1, 1};
-  // The one VAR main kernel serves both modes (launch_bwd.cuh).
-  emu::launch(grid, Cfg::NW * 32, [&] { s8::bwd_kernel<T, 64, false, false, true>(args); });
+  // The launcher's choice: the one VAR main kernel serves both modes.
+  auto* kernel = s8::bwd_kernel_for<T, 64>(p);
+  emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });
   if (p.deterministic) {
     using Dq = s8::DqCfg<64>;
     emu::launch({unsigned((p.seqlen_q + Dq::BM - 1) / Dq::BM), unsigned(p.heads_q), unsigned(p.batch)},
-                Dq::NW * 32, [&] { s8::bwd_dq_kernel<T, 64, true>(args); });
+                Dq::NW * 32, [&] { s8::bwd_dq_kernel_for<T, 64>(p)(args); });
   } else {
     const int64_t chunks = rows * (p.head_dim / 8);
     emu::launch({unsigned((chunks + 255) / 256), 1, 1}, 256, [&] { s8::bwd_dq_convert_kernel<T>(args, 64); });

@@ -222,7 +222,6 @@ void emu_backward_varlen(const fd::BwdParams& p) {
   s8::BwdArgs args(p);
   const int64_t rows = p.heads_q * p.total_q;
   ASSERT_EQ(ws.dq_offset % 16, 0u);
-  const bool var = p.has_variants();
   if (rows > 0) {
     args.dsum = buf.data() + ws.dsum_offset / 4;
     if (!p.deterministic) {
@@ -234,19 +233,15 @@ void emu_backward_varlen(const fd::BwdParams& p) {
   if (p.seqlen_k > 0) {
     using Cfg = s8::BwdCfg<kTile>;
     const emu::Dim3 grid{unsigned(s8::bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch)), 1, 1};
-    if (var)
-      emu::launch(grid, Cfg::NW * 32, [&] { s8::bwd_kernel<T, kTile, false, false, true>(args); });
-    else
-      emu::launch(grid, Cfg::NW * 32, [&] { s8::bwd_kernel<T, kTile, false, false, false, true>(args); });
+    auto* kernel = s8::bwd_kernel_for<T, kTile>(p);  // the launcher's choice (VAR or SEQ)
+    emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });
   }
   if (rows > 0 && p.seqlen_q > 0) {
     if (p.deterministic) {
       using Dq = s8::DqCfg<kTile>;
       const emu::Dim3 grid{unsigned((p.seqlen_q + Dq::BM - 1) / Dq::BM), unsigned(p.heads_q), unsigned(p.batch)};
-      if (var)
-        emu::launch(grid, Dq::NW * 32, [&] { s8::bwd_dq_kernel<T, kTile, true>(args); });
-      else
-        emu::launch(grid, Dq::NW * 32, [&] { s8::bwd_dq_kernel<T, kTile, false, true>(args); });
+      auto* kernel = s8::bwd_dq_kernel_for<T, kTile>(p);
+      emu::launch(grid, Dq::NW * 32, [&] { kernel(args); });
     } else {
       const int64_t chunks = rows * (p.head_dim / 8);
       emu::launch({unsigned((chunks + 255) / 256), 1, 1}, 256,

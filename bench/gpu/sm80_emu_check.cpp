@@ -33,7 +33,7 @@ static void emu_forward(const fd::FwdParams& p) {
   const s8::FwdArgs args(p);
   static_assert(Cfg::smem() <= emu::kSmemBytes, "emulated shared memory too small");
   emu::launch({unsigned((p.seqlen_q + Cfg::BM - 1) / Cfg::BM), unsigned(p.heads_q), unsigned(p.batch)},
-              Cfg::NW * 32, [&] { s8::fwd_kernel<T, D>(args); });
+              Cfg::NW * 32, [&] { s8::fwd_kernel_for<T, D>(p, s8::FwdPlan{})(args); });
 }
 
 template <class T, int D>
@@ -50,13 +50,13 @@ static void emu_backward(const fd::BwdParams& p) {
   emu::launch({unsigned((rows + 7) / 8), 1, 1}, 256, [&] { s8::bwd_preprocess_kernel<T>(args); });
   using Cfg = s8::BwdCfg<D>;
   const emu::Dim3 grid{unsigned(s8::bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch)), 1, 1};
+  auto* kernel = s8::bwd_kernel_for<T, D>(p);  // the launcher's choice
+  emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });
   if (p.deterministic) {
-    emu::launch(grid, Cfg::NW * 32, [&] { s8::bwd_kernel<T, D, true>(args); });
     using Dq = s8::DqCfg<D>;
     emu::launch({unsigned((p.seqlen_q + Dq::BM - 1) / Dq::BM), unsigned(p.heads_q), unsigned(p.batch)},
-                Dq::NW * 32, [&] { s8::bwd_dq_kernel<T, D>(args); });
+                Dq::NW * 32, [&] { s8::bwd_dq_kernel_for<T, D>(p)(args); });
   } else {
-    emu::launch(grid, Cfg::NW * 32, [&] { s8::bwd_kernel<T, D, false>(args); });
     const int64_t chunks = rows * (p.head_dim / 8);
     emu::launch({unsigned((chunks + 255) / 256), 1, 1}, 256, [&] { s8::bwd_dq_convert_kernel<T>(args, D); });
   }

@@ -209,4 +209,14 @@ __global__ void __launch_bounds__(DqCfg<D>::NW * 32) bwd_dq_kernel(const BwdArgs
   store_tile<LQ, NTHREADS>(gdQ, a.dq.ss, sQ, rows, a.d, tid);
 }
 
+// The instantiation a deterministic problem runs (one place for
+// launch_bwd.cuh and the CPU emulation harnesses).
+template <class T, int D>
+auto bwd_dq_kernel_for(const BwdParams& p) {
+  using Kernel = void (*)(BwdArgs);
+  if (p.has_variants()) return Kernel(&bwd_dq_kernel<T, D, true>);
+  if (p.varlen()) return Kernel(&bwd_dq_kernel<T, D, false, true>);
+  return Kernel(&bwd_dq_kernel<T, D>);
+}
+
 }  // namespace flashattn::detail::cuda::sm80

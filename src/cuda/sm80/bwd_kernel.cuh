@@ -385,4 +385,18 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
   store_tile<LK, NTHREADS>(gdV, a.dv.ss, sV, keys, a.d, tid);
 }
 
+// The instantiation a problem runs (one place for launch_bwd.cuh and the CPU
+// emulation harnesses): ALiBi / dropout / softcap on the VAR kernel (varlen
+// or not), varlen without them on SEQ, each for both modes (their dQ atomics
+// are off when BwdArgs::dq_accum is null, i.e. deterministic); the plain and
+// SEQ kernels have no softcap path.
+template <class T, int D, bool BIG_SMEM = false>
+auto bwd_kernel_for(const BwdParams& p) {
+  using Kernel = void (*)(BwdArgs);
+  if (p.has_variants() || p.softcap > 0.f) return Kernel(&bwd_kernel<T, D, false, BIG_SMEM, true>);
+  if (p.varlen()) return Kernel(&bwd_kernel<T, D, false, BIG_SMEM, false, true>);
+  if (p.deterministic) return Kernel(&bwd_kernel<T, D, true, BIG_SMEM>);
+  return Kernel(&bwd_kernel<T, D, false, BIG_SMEM>);
+}
+
 }  // namespace flashattn::detail::cuda::sm80

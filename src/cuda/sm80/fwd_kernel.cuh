@@ -28,6 +28,7 @@
 #include "common/smem_tile.cuh"
 #include "common/warp_mma.cuh"
 #include "sm80/fwd_args.hpp"
+#include "sm80/fwd_plan.hpp"
 #include "sm80/fwd_tiles.cuh"
 #include "sm80/kernel_args.hpp"
 #include "sm80/kernel_traits.hpp"
@@ -295,6 +296,16 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
     T* gO = obase + b * a.o.sb + (q_off + r0) * a.o.ss + static_cast<int64_t>(hy) * a.o.sh;
     store_tile<LQ, NTHREADS>(gO, a.o.ss, sQ, rows, a.d, tid);
   }
+}
+
+// The 128-row-tile instantiation a problem runs (one place for launch_fwd.cuh
+// and the CPU emulation harness; decode plans take FwdDecodeCfg instead).
+template <class T, int D>
+auto fwd_kernel_for(const FwdParams& p, const FwdPlan& plan) {
+  using Kernel = void (*)(FwdSeqArgs);
+  if (p.has_variants()) return Kernel(&fwd_kernel<T, D, FwdCfg<D>, true>);
+  if (fwd_is_plain(p, plan)) return Kernel(&fwd_kernel<T, D, FwdCfg<D>, false, true>);
+  return Kernel(&fwd_kernel<T, D, FwdCfg<D>>);
 }
 
 }  // namespace flashattn::detail::cuda::sm80

@@ -37,14 +37,7 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t str
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
                                                      " key tiles exceed the 2^31 - 1 blocks of one launch");
   const dim3 grid(static_cast<unsigned>(blocks));
-  // ALiBi / dropout / softcap: the VAR kernel (varlen or not), varlen
-  // without them the SEQ kernel, each for both modes (their dQ atomics are
-  // off when args.dq_accum is null, i.e. deterministic). The plain and SEQ
-  // kernels have no softcap path (bwd_kernel.cuh says why).
-  auto* kernel = p.has_variants() || p.softcap > 0.f ? &bwd_kernel<T, D, false, BIG_SMEM, true>
-                 : p.varlen()      ? &bwd_kernel<T, D, false, BIG_SMEM, false, true>
-                 : p.deterministic ? &bwd_kernel<T, D, true, BIG_SMEM>
-                                   : &bwd_kernel<T, D, false, BIG_SMEM>;
+  auto* kernel = bwd_kernel_for<T, D, BIG_SMEM>(p);
   Status s = set_smem(kernel, Cfg::smem());
   if (!s.ok()) return s;
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
@@ -95,9 +88,7 @@ Status run_bwd(const BwdParams& p, void* workspace) {
   if (rows > 0 && p.seqlen_q > 0) {
     if (p.deterministic) {
       using Cfg = DqCfg<D>;
-      auto* kernel = p.has_variants() ? &bwd_dq_kernel<T, D, true>
-                     : varlen         ? &bwd_dq_kernel<T, D, false, true>
-                                      : &bwd_dq_kernel<T, D>;
+      auto* kernel = bwd_dq_kernel_for<T, D>(p);
       Status s = set_smem(kernel, Cfg::smem());
       if (!s.ok()) return s;
       const dim3 grid(static_cast<unsigned>((p.seqlen_q + Cfg::BM - 1) / Cfg::BM),

@@ -64,7 +64,7 @@ Status run_fwd(const FwdParams& p, void* workspace) {
       FA_CUDA_TRY(cudaMemsetAsync(p.dropout_mask, 0,
                                   static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k) * sizeof(int32_t),
                                   stream));
-    auto* kernel = &fwd_kernel<T, D, Cfg, true>;
+    auto* kernel = fwd_kernel_for<T, D>(p, plan);
     constexpr size_t smem = Cfg::smem();
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     kernel<<<grid, Cfg::NW * 32, smem, stream>>>(args);
@@ -74,7 +74,7 @@ Status run_fwd(const FwdParams& p, void* workspace) {
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Dc::smem())));
     kernel<<<grid, Dc::NW * 32, Dc::smem(), stream>>>(args);
   } else {
-    auto* kernel = fwd_is_plain(p, plan) ? &fwd_kernel<T, D, Cfg, false, true> : &fwd_kernel<T, D, Cfg>;
+    auto* kernel = fwd_kernel_for<T, D>(p, plan);
     constexpr size_t smem = Cfg::smem();
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     kernel<<<grid, Cfg::NW * 32, smem, stream>>>(args);
