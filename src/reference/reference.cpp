@@ -174,11 +174,10 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
             for (int64_t d = 0; d < D; ++d) acc += doi[d] * vj[d];
             acc *= dropout_factor(pb, b, h, i, j);
             dp[j] = acc;
-            Di += sl.p[i * Sk + j] * acc;
+            if (given_out == nullptr) Di += sl.p[i * Sk + j] * acc;
           }
-          if (given_out != nullptr) {
+          if (given_out != nullptr) {  // D_i from the given O (reference.hpp)
             const double* oi = given_out + ix.q(b, i, h);
-            Di = 0.0;
             for (int64_t d = 0; d < D; ++d) Di += doi[d] * oi[d];
           }
           for (int64_t j = 0; j < Sk; ++j) {
