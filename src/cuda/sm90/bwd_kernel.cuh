@@ -177,7 +177,9 @@ __device__ __forceinline__ void dq_turn_pass(const DQTurn& turn) {
 // padding rows). Once the previous step's reduce-add has read its tile, that
 // tile goes back to the consumers for step it + 1. Each tile's first
 // hand-back is given up front; none beyond the last step. In deterministic
-// mode the adds to each query tile are ordered by key tile (dq_order).
+// mode the adds to each query tile are ordered by key tile (dq_order), and
+// each step's add has completed before the step ends, so its own tile goes
+// back at once (for step it + 2).
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                               const BwdSeq& seq, int hk, int kv_tile, int total,
@@ -218,7 +220,12 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
       }
     }
     __syncwarp();
-    if (it >= 1 && it + 1 < total) {
+    if (a.deterministic) {
+      // (Handed back after the next step's add, as below, the tile waited for
+      // that step's turn as well, and the consumers with it: 2-7% at head
+      // dim 128; bench/sm90/NOTES.md.)
+      if (it + 2 < total) named_barrier_arrive(T::kBarDQEmpty + t, T::kDQSyncThreads);
+    } else if (it >= 1 && it + 1 < total) {
       named_barrier_arrive(T::kBarDQEmpty + (1 - t), T::kDQSyncThreads);
     }
   }
