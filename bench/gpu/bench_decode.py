@@ -2,8 +2,9 @@
 packed GQA + split-KV) against torch SDPA, same process, same inputs.
 
 Grid (issue 8): batch 1 / 8 / 64, context 1k ... 128k, GQA 8:1 (64 query
-heads, 8 KV heads), head dim 128, bf16, one query token per sequence.
-Achieved bandwidth = K/V bytes read (2 * batch * context * 8 * 128 * 2 bytes)
+heads, 8 KV heads), head dim 128 (--head-dim for others), bf16, one query
+token per sequence. Achieved bandwidth = K/V bytes read (2 * batch * context
+* 8 * head_dim * 2 bytes)
 / median time, set against the device's copy bandwidth measured in the same
 run (torch copy_ of 2 GiB: read + write bytes / time). Caches are rotated
 over several copies when one is smaller than 512 MB, so that the L2 (50 MB)
@@ -21,12 +22,13 @@ reads (half read, half written; buffers rotated like the caches), timed the
 same ways: the bandwidth one kernel reaches at this size, for the fixed costs
 (launch ramp, first DRAM round trips, tail) that the 2 GiB figure hides.
 
-  FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_decode.py out.csv
+  FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_decode.py out.csv [--head-dim 256]
 
 CSV: impl,batch,context,hq,hkv,d,ms,kv_gbytes,gbps,frac_copy,ms_stream,gbps_stream,
 frac_copy_stream,kernel_ms,gbps_kernel,frac_copy_kernel,kernels (+ header lines with
 device, driver, date, commit, torch version).
 """
+import argparse
 import datetime
 import os
 import subprocess
@@ -40,7 +42,7 @@ import flashattn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import cuda_time_ms, kernel_time, median_ms  # noqa: E402  (bench/gpu/timing.py)
 
-HQ, HKV, D = 64, 8, 128
+HQ, HKV = 64, 8
 
 
 def copy_bandwidth():
@@ -52,7 +54,14 @@ def copy_bandwidth():
 
 
 def main():
-    out_path = sys.argv[1] if len(sys.argv) > 1 else None
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv", nargs="?", help="write the rows here too")
+    ap.add_argument("--head-dim", type=int, default=128, help="head dim (default 128, the issue's grid)")
+    ap.add_argument("--impls", default="flashattn,torch_sdpa,copy_same_bytes",
+                    help="comma list of the rows to time (default: all three)")
+    args = ap.parse_args()
+    impls = args.impls.split(",")
+    out_path, D = args.csv, args.head_dim
     dev = torch.cuda.get_device_name()
     drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
@@ -104,6 +113,8 @@ def main():
                 dst.copy_(src)
 
             for impl, f in (("flashattn", fa), ("torch_sdpa", sdpa), ("copy_same_bytes", copy_same)):
+                if impl not in impls:
+                    continue
                 try:
                     ms = median_ms(f)
                     ms_stream = cuda_time_ms(f, iters=20)

@@ -165,10 +165,12 @@ bool run_case(const VCase& c, std::mt19937& rng) {
   std::vector<float> lse(size_t(total_q) * c.Hq, std::nanf(""));
   p.q = pq.data(), p.k = pk.data(), p.v = pv.data(), p.out = po.data(), p.lse = lse.data();
   if (!c.varlen && c.s_new) p.k_new = pkn.data(), p.v_new = pvn.data();
-  if (c.D == 256) {
-    if (c.dt == fa::DType::BF16) run<__nv_bfloat16, 256>(p); else run<__half, 256>(p);
-  } else {
-    if (c.dt == fa::DType::BF16) run<__nv_bfloat16, 128>(p); else run<__half, 128>(p);
+  const bool bf16 = c.dt == fa::DType::BF16;
+  switch (c.D) {
+    case 96: bf16 ? run<__nv_bfloat16, 96>(p) : run<__half, 96>(p); break;
+    case 192: bf16 ? run<__nv_bfloat16, 192>(p) : run<__half, 192>(p); break;
+    case 256: bf16 ? run<__nv_bfloat16, 256>(p) : run<__half, 256>(p); break;
+    default: bf16 ? run<__nv_bfloat16, 128>(p) : run<__half, 128>(p); break;
   }
 
   bool ok = true;
@@ -230,6 +232,9 @@ int main(int argc, char** argv) {
       // Decode tiles over many key tiles in one slice, and at head dim 256.
       {"kvcache decode 8 tiles no split", bf, {1}, {470, 200}, false, 4, 1, 128, false, 0, 480, 0, 1},
       {"kvcache decode d256 paged split 3", hf, {1}, {300, 161}, false, 2, 1, 256, false, 1, 320, 32, 3},
+      // Head dims 96 and 192 have their own decode key tiles (32, 16: fwd_plan.hpp).
+      {"kvcache decode d96 split 2 append", bf, {1}, {203, 77}, false, 4, 1, 96, false, 1, 224, 0, 2},
+      {"kvcache decode d192 paged 16 causal sq2", hf, {2}, {150, 35}, false, 4, 2, 192, true, 0, 160, 16, 3},
       // Seven pieces: the combine block's four warps take two, two, two and one.
       {"kvcache decode split 7", bf, {2}, {700, 650}, false, 8, 2, 128, true, 0, 704, 0, 7},
   };

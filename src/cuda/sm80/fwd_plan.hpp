@@ -28,9 +28,17 @@ namespace flashattn::detail::cuda::sm80 {
 // batch 64, context 128k at 56 % of the copy bandwidth); a 16-row, one-warp
 // block keeps the MMA work small and the many small blocks keep enough
 // K/V loads in flight.
+// The key tile is as wide as each head dim allows without costly spills: the
+// one warp holds O (16 x d floats: d / 2 registers a thread) with the S, P
+// and Q fragments. With 64 keys ptxas spilled 236 / 116 / 1,824 / 1,340
+// bytes at head dims 96 / 128 / 192 / 256. Measured on the H200
+// (bench/NOTES.md, "decode key tile"): 32 keys at 96 and 256 and 16 at 192
+// took decode from 0.4-0.6 of the copy bandwidth to 0.6-1.0; head dim 128
+// stays at 64, 4-9% faster than 32 despite its spills.
+constexpr int decode_key_tile(int d) { return d == 192 ? 16 : d == 96 || d == 256 ? 32 : 64; }
 template <int D>
 struct FwdDecodeCfg {
-  static constexpr int BM = 16, BN = 64, NW = 1;
+  static constexpr int BM = 16, BN = decode_key_tile(D), NW = 1;
   static constexpr size_t smem() { return tile_bytes(BM, D) + 2 * tile_bytes(BN, D); }
 };
 
