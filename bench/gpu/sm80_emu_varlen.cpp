@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
       {"kvcache decode d256 paged split 3", hf, {1}, {300, 161}, false, 2, 1, 256, false, 1, 320, 32, 3},
       // Head dims 96 and 192 have their own decode key tiles (32, 16: fwd_plan.hpp).
       {"kvcache decode d96 split 2 append", bf, {1}, {203, 77}, false, 4, 1, 96, false, 1, 224, 0, 2},
-      {"kvcache decode d192 paged 16 causal sq2", hf, {2}, {150, 35}, false, 4, 2, 192, true, 0, 160, 16, 3},
+      {"kvcache decode d192 paged 16 causal sq2 heuristic split", hf, {2}, {150, 35}, false, 4, 2, 192, true, 0, 160, 16, 0},
       // Seven pieces: the combine block's four warps take two, two, two and one.
       {"kvcache decode split 7", bf, {2}, {700, 650}, false, 8, 2, 128, true, 0, 704, 0, 7},
   };

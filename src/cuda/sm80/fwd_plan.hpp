@@ -5,7 +5,8 @@
 // Split heuristic (flash-decoding): blocks = query tiles x heads x batch.
 // When they already fill most SMs a split only adds the combine pass; below
 // that, split the key range so that about two (128-row) or four (one-warp
-// decode) blocks per SM are in flight,
+// decode; 16 with 16-key tiles: decode_blocks_per_sm) blocks per SM are in
+// flight,
 // keeping each piece >= 2 key tiles (128 keys) so the fixed cost of loading Q
 // and writing a partial row stays small beside it.
 #pragma once
@@ -36,6 +37,12 @@ namespace flashattn::detail::cuda::sm80 {
 // took decode from 0.4-0.6 of the copy bandwidth to 0.6-1.0; head dim 128
 // stays at 64, 4-9% faster than 32 despite its spills.
 constexpr int decode_key_tile(int d) { return d == 192 ? 16 : d == 96 || d == 256 ? 32 : 64; }
+// How many one-warp decode blocks per SM the split heuristic aims at. 16-key
+// tiles hold few bytes in flight per block; 16 blocks per SM instead of 4 took
+// head dim 192 from 0.67-0.73 to 0.81-0.99 of the copy bandwidth from 8 x 8k (and
+// 64 x 1k from 0.66 to 0.60). Scaling the same way for 32-key tiles (8 per
+// SM) lost 5-10% at head dim 256 and at batch 8 at head dim 96 (bench/NOTES.md).
+constexpr int decode_blocks_per_sm(int d) { return decode_key_tile(d) == 16 ? 16 : 4; }
 template <int D>
 struct FwdDecodeCfg {
   static constexpr int BM = 16, BN = decode_key_tile(D), NW = 1;
@@ -88,12 +95,14 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
   const int64_t blocks = f.m_blocks * f.heads_y * p.batch;
   const int64_t tiles = (p.seqlen_k + bn - 1) / bn;
   int64_t ns = 1;
+  // One-warp decode blocks: aim at ~4 per SM (several K/V tiles in flight
+  // per SM), 16 with 16-key tiles (decode_blocks_per_sm); 128-row blocks:
+  // ~2 per SM.
+  const int decode_per_sm = decode_blocks_per_sm(tile_head_dim(p.head_dim));
   if (p.num_splits > 0) {
     ns = p.num_splits;
-  } else if (blocks > 0 && blocks < num_sms * (f.decode ? 4 : 1) * 4 / 5) {
-    // One-warp decode blocks: aim at ~4 per SM (several K/V tiles in flight
-    // per SM); 128-row blocks: ~2 per SM.
-    const int64_t want = int64_t(num_sms) * (f.decode ? 4 : 2);
+  } else if (blocks > 0 && blocks < num_sms * (f.decode ? decode_per_sm : 1) * 4 / 5) {
+    const int64_t want = int64_t(num_sms) * (f.decode ? decode_per_sm : 2);
     ns = (want + blocks - 1) / blocks;
     ns = std::min(ns, (tiles + 1) / 2);
   }
