@@ -26,7 +26,8 @@
 //                                 MN-major), staged in shared memory and
 //                                 added to the fp32 dQ workspace with one
 //                                 cp.reduce.async.bulk per tile by warp 1,
-//                                 the dQ writer
+//                                 the dQ writer (deterministic mode: warps
+//                                 1 and 2, alternate steps)
 // The writer is a warp of its own because a warp with bulk operations in
 // flight stalls at its next wgmma until they have read shared memory
 // (measured: with a consumer warp issuing them, ~22% of the consumers' time
@@ -145,7 +146,10 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
 // Deterministic mode: lane 0 of the dQ writer waits for this CTA's turn on
 // query tile m0 / kBlockM (the key tiles before it in the grid's order have
 // added theirs; see above), adds, and passes the turn on once its add has
-// completed.
+// completed. That wait for completion would hold one writer off the next
+// step's add, so two writer warps take alternate steps. A CTA's steps add
+// to distinct (head, query tile) accumulators, each with a turn counter of
+// its own, so the two writers need no order between them.
 struct DQTurn {
   int* order;
   int rank;
@@ -179,17 +183,19 @@ __device__ __forceinline__ void dq_turn_pass(const DQTurn& turn) {
 // hand-back is given up front; none beyond the last step. In deterministic
 // mode the adds to each query tile are ordered by key tile (dq_order), and
 // each step's add has completed before the step ends, so its own tile goes
-// back at once (for step it + 2).
+// back at once (for step it + 2). There, so that one step's wait for that
+// completion overlaps the next step's add, warps 1 and 2 each own a staging
+// tile and take alternate steps (from `first`, every `stride`-th step; as
+// bwd_dq_writer_split).
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                               const BwdSeq& seq, int hk, int kv_tile, int total,
-                                              const QueryTileRange& qr, int lane) {
+                                              const QueryTileRange& qr, int lane, int first) {
   static_assert(T::kDQStages == 2, "the hand-back below assumes two staging tiles");
   constexpr int kHeadDim = T::kHeadDim, kPad = T::kDQStride - kHeadDim;
   // The consumers never write the padding columns: zero them once, so the
   // reduce-add moves defined values.
-#pragma unroll
-  for (int t = 0; t < T::kDQStages; ++t) {
+  for (int t = first; t < T::kDQStages; t += 1 + a.det_two_writers) {
 #pragma unroll
     for (int h = 0; h < T::kBlockM / 32; ++h) {
       const uint32_t row = sm.dq(t) + ((lane + 32 * h) * T::kDQStride + kHeadDim) * 4;
@@ -199,10 +205,10 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
   }
   fence_proxy_async_smem();
   __syncwarp();
-  for (int t = 0; t < T::kDQStages && t < total; ++t) {
+  for (int t = first; t < T::kDQStages && t < total; t += 1 + a.det_two_writers) {
     named_barrier_arrive(T::kBarDQEmpty + t, T::kDQSyncThreads);
   }
-  for (int it = 0; it < total; ++it) {
+  for (int it = first; it < total; it += 1 + a.det_two_writers) {
     const BwdStep<T> st(it, hk, a.group, qr);
     const int t = it % T::kDQStages;
     named_barrier_sync(T::kBarDQFull + t, T::kDQSyncThreads);
@@ -238,13 +244,20 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
 // 16 KB bulk reduce-adds (half w: rows 0-31 from Q's atom columns 2w, 2w + 1,
 // rows 32-63 from dO's; the accumulator holds the tile in that order,
 // bwd_dq_split_offset) and frees the stage for the producer once they have
-// read it.
+// read it. In deterministic mode a step's turn passes on only once its adds
+// have completed, and a writer waiting for that cannot take the next step:
+// there warps 1 and 2 write the steps of stages 0 and 1 (from `first`,
+// every `stride`-th step), so that one step's completion overlaps the next one's
+// adds (+3-11% at 2k-16k; with one writer, even skipping the turn waits
+// left the deterministic mode at 0.83-0.86 of the default:
+// bench/sm90/NOTES.md).
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                                     const BwdSeq& seq, int hk, int kv_tile, int total,
-                                                    const QueryTileRange& qr, int lane) {
+                                                    const QueryTileRange& qr, int lane, int first) {
+  static_assert(T::kStages == 2, "two writers: writer w adds the steps of stage w");
   constexpr uint32_t kPart = 32 * 128 * 4;  // 32 rows of a half, bytes
-  for (int it = 0; it < total; ++it) {
+  for (int it = first; it < total; it += 1 + a.det_two_writers) {
     const BwdStep<T> st(it, hk, a.group, qr);
     named_barrier_sync(T::kBarDQFull + st.stage, T::kDQSyncThreads);
     if (lane == 0) {
@@ -258,12 +271,9 @@ __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, cons
         bulk_reduce_add_f32(tile + w * 64 * 128 + 32 * 128, sm.dout(st.stage) + off, kPart);
       }
       tma_store_commit();
-      if (a.deterministic) {
-        dq_turn_pass(turn);
-      } else {
-        bulk_wait_read<0>();
-      }
+      bulk_wait_read<0>();
       mbar_arrive(sm.q_empty(st.stage));
+      if (a.deterministic) dq_turn_pass(turn);
     }
     __syncwarp();
   }
@@ -578,12 +588,15 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
     if (threadIdx.x < 32) {
       total = work(hk, c0, seq, qr);
       bwd_producer<T>(a, sm, seq, hk, c0, total, qr, static_cast<int>(threadIdx.x));
-    } else if (threadIdx.x < 64) {
+    } else if (threadIdx.x < 64 || (a.det_two_writers && threadIdx.x < 96)) {
+      // The dQ writer; deterministic: warps 1 and 2 take alternate steps.
       total = work(hk, c0, seq, qr);
+      const int lane = static_cast<int>(threadIdx.x) % 32, kv_tile = c0 / T::kBlockN;
+      const int first = static_cast<int>(threadIdx.x) / 32 - 1;
       if constexpr (T::kSplitHeadDim) {
-        bwd_dq_writer_split<T>(a, sm, seq, hk, c0 / T::kBlockN, total, qr, static_cast<int>(threadIdx.x) - 32);
+        bwd_dq_writer_split<T>(a, sm, seq, hk, kv_tile, total, qr, lane, first);
       } else {
-        bwd_dq_writer<T>(a, sm, seq, hk, c0 / T::kBlockN, total, qr, static_cast<int>(threadIdx.x) - 32);
+        bwd_dq_writer<T>(a, sm, seq, hk, kv_tile, total, qr, lane, first);
       }
     }
   } else {

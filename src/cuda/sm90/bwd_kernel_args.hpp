@@ -95,6 +95,10 @@ struct BwdKernelArgs {
   // that a key tile's CTA is scheduled that many blocks after the one it
   // waits for (bwd_kernel.cuh, before bwd_dq_writer).
   int kv_tile_base, kv_tile_step, heads_interleave_log2;
+  // Deterministic mode: two dQ writer warps take alternate steps
+  // (bwd_dq_writer, bwd_dq_writer_split); 0 = one writer
+  // (FLASHATTN_SM90_DET_TWO_WRITERS, for A/B runs).
+  int det_two_writers;
   // Register stores of dK/dV (a varlen sequence's last partial tile of
   // keys): base pointers and strides in elements.
   void* dk;

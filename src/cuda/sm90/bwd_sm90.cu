@@ -210,6 +210,13 @@ int det_interleave_log2(const BwdParams& p) {
   return 4 * per_head <= (int64_t{8} << 20) ? 2 : 1;
 }
 
+// Run-time switches read once per process, for A/B runs: NAME=0 or NAME=1
+// overrides `fallback`.
+int env_switch(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : fallback;
+}
+
 }  // namespace
 
 Status can_implement_bwd(const BwdParams& p) noexcept {
@@ -240,6 +247,8 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     const bool reversed = p.deterministic && args.window_right >= 0;
     args.kv_tile_base = reversed ? kv_tiles - 1 : 0;
     args.kv_tile_step = reversed ? -1 : 1;
+    static const int det_two_writers = env_switch("FLASHATTN_SM90_DET_TWO_WRITERS", 1);
+    args.det_two_writers = p.deterministic ? det_two_writers : 0;
     // Deterministic mode: up to 2^det_interleave_log2 kv heads side by side
     // in the grid (BwdKernelArgs), the largest power of two dividing heads_kv.
     args.heads_interleave_log2 = 0;

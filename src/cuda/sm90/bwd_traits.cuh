@@ -87,7 +87,9 @@ struct BwdTraits {
   static_assert(kDQOff % 1024 == 0 && kDSOff % 1024 == 0 && kQBytes % 1024 == 0, "");
 
   // One arrival per consumer thread frees a stage (at head dim 256 also the
-  // dQ writer's, once its reduce-adds have read the dQ staged there); a
+  // arrival of the dQ writer that added the dQ staged there, once its
+  // reduce-adds have read it; deterministic mode has two writers, one per
+  // stage); a
   // stage is full after
   // lane 0's expect_tx arrival (plus its TMA bytes) and the 32 arrivals of
   // the producer warp that copied its LSE/D rows.
@@ -96,7 +98,8 @@ struct BwdTraits {
   // Named barriers (0 is __syncthreads). kBarDS: over the 256 consumer
   // threads, both halves of dS^T (and at head dim 256 of P^T) are in smem. kBarDQFull + t / kBarDQEmpty +
   // t: the consumers and the dQ-writer warp hand staging tile t back and
-  // forth (consumers arrive on full and sync on empty, the writer the reverse).
+  // forth (consumers arrive on full and sync on empty, the writer the reverse;
+  // with two writers, writer w alone uses tile or stage w's barriers).
   // kSplitHeadDim: kBarDQFull + stage, both warpgroups' dQ halves are staged
   // in that Q/dO stage.
   static constexpr uint32_t kBarDS = 1;
