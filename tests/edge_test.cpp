@@ -415,6 +415,17 @@ TEST_P(EdgeShapes, DeterministicBackwardFourKvHeads) {
   check_multi_tile_backward(dev, dt, 256, true, 8, 4);
 }
 
+// Eight kv heads: without a mask bound (the first shape above) and with
+// short sequences the deterministic grid interleaves eight heads
+// (det_interleave_log2), so a key tile's CTA waits for one eight blocks
+// before it; the causal shape interleaves four.
+TEST_P(EdgeShapes, DeterministicBackwardEightKvHeads) {
+  const auto [dev, dt] = GetParam();
+  check_multi_tile_backward(dev, dt, 64, true, 16, 8);
+  if (testing::Test::HasFatalFailure() || testing::Test::IsSkipped()) return;
+  check_multi_tile_backward(dev, dt, 256, true, 8, 8);
+}
+
 TEST_P(EdgeShapes, BackwardHeadDim256MultiTile) {
   const auto [dev, dt] = GetParam();
   check_multi_tile_backward(dev, dt, 256, false);

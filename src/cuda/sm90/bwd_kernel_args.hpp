@@ -91,7 +91,8 @@ struct BwdKernelArgs {
   // heads_interleave_log2), key tile kv_tile_base + kv_tile_step * (x / I):
   // base 0, step 1, I = 1 normally; in
   // deterministic mode the grid runs backwards over the key tiles with a
-  // right mask bound (tiles - 1, -1) and interleaves up to 4 kv heads, so
+  // right mask bound (tiles - 1, -1) and interleaves up to 8 kv heads
+  // (bwd_sm90.cu, det_interleave_log2), so
   // that a key tile's CTA is scheduled that many blocks after the one it
   // waits for (bwd_kernel.cuh, before bwd_dq_writer).
   int kv_tile_base, kv_tile_step, heads_interleave_log2;

@@ -198,16 +198,21 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
 // through the L2: 4 heads while they total at most 8 MB, else 2 (measured
 // over 2k-16k at head dims 64, 128, 256: 4 heads lost up to 20% where they
 // held 32-64 MB, 2 heads lost up to 10% at short lengths;
-// bench/sm90/NOTES.md). FLASHATTN_SM90_DET_INTERLEAVE_LOG2=0..4 overrides it
-// (read once per process, for A/B runs).
-int det_interleave_log2(const BwdParams& p) {
+// bench/sm90/NOTES.md). Without a right mask bound, where every key tile's
+// chain starts at query tile 0, 8 heads while they fit the same 8 MB (short
+// sequences: the chains are short and their start is most of their wait;
+// with a bound the grid runs backwards and 8 heads measured worse).
+// FLASHATTN_SM90_DET_INTERLEAVE_LOG2=0..4 overrides it (read once per
+// process, for A/B runs).
+int det_interleave_log2(const BwdParams& p, bool right_bound) {
   static const int forced = [] {
     const char* e = std::getenv("FLASHATTN_SM90_DET_INTERLEAVE_LOG2");
     return e != nullptr && e[0] >= '0' && e[0] <= '4' && e[1] == '\0' ? e[0] - '0' : -1;
   }();
   if (forced >= 0) return forced;
-  const int64_t per_head = p.seqlen_q * p.head_dim * 4;
-  return 4 * per_head <= (int64_t{8} << 20) ? 2 : 1;
+  const int64_t per_head = p.seqlen_q * p.head_dim * 4, l2_share = int64_t{8} << 20;
+  if (!right_bound && 8 * per_head <= l2_share) return 3;
+  return 4 * per_head <= l2_share ? 2 : 1;
 }
 
 // Run-time switches read once per process, for A/B runs: NAME=0 or NAME=1
@@ -253,7 +258,7 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     // in the grid (BwdKernelArgs), the largest power of two dividing heads_kv.
     args.heads_interleave_log2 = 0;
     if (p.deterministic) {
-      const int most = det_interleave_log2(p);
+      const int most = det_interleave_log2(p, args.window_right >= 0);
       while (args.heads_interleave_log2 < most &&
              p.heads_kv % (int64_t{2} << args.heads_interleave_log2) == 0) {
         ++args.heads_interleave_log2;
