@@ -8,6 +8,8 @@ Each has a fake implementation (shapes only), so torch.compile traces them as
 single graph nodes. Packed tensors are [total_tokens, heads, head_dim]; lse
 is float32 [heads_q, total_q] (varlen) or [batch, heads_q, seqlen_q]
 (kvcache). Index tensors are int32 on the device of q (converted if not).
+alibi_slopes (optional, fp32 [heads_q] or [batch, heads_q], batch = the
+number of sequences) adds the ALiBi bias as flash_attn_func's does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from torch import Tensor
 
 from . import _capi
 from ._torch_ops import _DTYPES, _device, _fast_path_ok, _raw_stream, no_gradient_outputs
+from ._torch_variants import _slopes_values
 
 
 _PAD = (0, 0, 0, 0)
@@ -67,10 +70,20 @@ def _varlen_values(cu_q: Tensor, cu_k: Tensor, max_q: int, max_k: int) -> Tuple[
     return (cu_q, cu_k), (*tcq, *tck, int(max_q), int(max_k))
 
 
+def _varlen_slopes(slopes: Optional[Tensor], q: Tensor, cu_q: Tensor, heads: int) -> Tuple[Optional[Tensor], tuple]:
+    """(slopes used, their 13 packed values) for fa_options.alibi_slopes:
+    [heads] or [sequences, heads] (sequences = len(cu_seqlens_q) - 1)."""
+    if slopes is None:
+        return None, _capi.NO_TENSOR
+    if isinstance(slopes, Tensor):
+        slopes = slopes.contiguous()
+    return slopes, _slopes_values(slopes, q, cu_q.shape[0] - 1, heads)
+
+
 def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
                      max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
                      window_left: int, window_right: int, softcap: float,
-                     deterministic: bool) -> Tuple[Tensor, Tensor]:
+                     deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """(out [total_q, Hq, D], lse fp32 [Hq, total_q]): the body of
     torch.ops.flashattn.varlen_fwd, also called directly in plain eager mode
     (varlen_forward). The argument blocks go to fa_forward_varlen packed
@@ -82,6 +95,7 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     v, tv = _tvals("v", v, 3)
     keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
     T, H, D = tq[5], tq[6], tq[7]
+    slopes, ta = _varlen_slopes(alibi_slopes, q, keep[0], H)
     dev, idx = tq[2], tq[3]
     out = torch.empty((T, H, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((H, T), dtype=torch.float32, device=q.device)
@@ -91,7 +105,7 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     _capi.forward_varlen_packed(
         (*tq, *tk, *tv, *to, *tl,
          *_capi.options_tuple(softmax_scale, softcap, window_left, window_right, causal,
-                              deterministic, stream)), vl)
+                              deterministic, stream, ta)), vl)
     return out, lse
 
 
@@ -99,16 +113,17 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
 def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
                max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
                window_left: int, window_right: int, softcap: float,
-               deterministic: bool) -> Tuple[Tensor, Tensor]:
+               deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """(out [total_q, Hq, D], lse fp32 [Hq, total_q])."""
     return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                             softmax_scale, causal, window_left, window_right, softcap,
-                            deterministic)
+                            deterministic, alibi_slopes)
 
 
 @varlen_fwd.register_fake
 def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                     softmax_scale, causal, window_left, window_right, softcap, deterministic):
+                     softmax_scale, causal, window_left, window_right, softcap, deterministic,
+                     alibi_slopes=None):
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
@@ -116,7 +131,7 @@ def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
                      cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
                      max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
                      window_right: int, softcap: float,
-                     deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
+                     deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     q, tq = _tvals("q", q, 3)
     k, tk = _tvals("k", k, 3)
     v, tv = _tvals("v", v, 3)
@@ -124,6 +139,7 @@ def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
     dout, tdo = _tvals("dout", dout, 3)
     lse, tl = _tvals("lse", lse.contiguous(), 2)
     keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    slopes, ta = _varlen_slopes(alibi_slopes, q, keep[0], tq[6])
     dq, dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (q, k, v))
     _, tdq = _tvals("dq", dq, 3)
     _, tdk = _tvals("dk", dk, 3)
@@ -133,7 +149,7 @@ def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
     _capi.backward_varlen_packed(
         (*tq, *tk, *tv, *to, *tdo, *tl, *tdq, *tdk, *tdv,
          *_capi.options_tuple(softmax_scale, softcap, window_left, window_right, causal,
-                              deterministic, stream)), vl)
+                              deterministic, stream, ta)), vl)
     return dq, dk, dv
 
 
@@ -142,35 +158,37 @@ def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: 
                cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
                max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
                window_right: int, softcap: float,
-               deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
+               deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     return _varlen_bwd_impl(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                             max_seqlen_k, softmax_scale, causal, window_left, window_right,
-                            softcap, deterministic)
+                            softcap, deterministic, alibi_slopes)
 
 
 @varlen_bwd.register_fake
 def _varlen_bwd_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, softmax_scale, causal, window_left, window_right, softcap,
-                     deterministic):
+                     deterministic, alibi_slopes=None):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _varlen_setup(ctx, inputs, output):
     q, k, v, cu_q, cu_k = inputs[:5]
+    slopes = inputs[13] if len(inputs) > 13 else None
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
-    ctx.params = inputs[5:]
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, slopes)
+    ctx.params = inputs[5:13]
+    ctx.n_inputs = len(inputs)
     no_gradient_outputs(ctx, lse)
 
 
 def _varlen_backward(ctx, dout, dlse):
     if dout is None:  # no_gradient_outputs
-        return (None,) * 13
-    q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+        return (None,) * ctx.n_inputs
+    q, k, v, out, lse, cu_q, cu_k, slopes = ctx.saved_tensors
     max_q, max_k, *opts = ctx.params
     dq, dk, dv = torch.ops.flashattn.varlen_bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k,
-                                                *opts)
-    return (dq, dk, dv) + (None,) * 10
+                                                *opts, slopes)
+    return (dq, dk, dv) + (None,) * (ctx.n_inputs - 3)
 
 
 varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup)
@@ -214,7 +232,8 @@ def varlen_forward(q: Tensor, k: Tensor, v: Tensor, cu_q: Tensor, cu_k: Tensor, 
 def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
                  block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
                  softmax_scale: float, causal: bool, window_left: int, window_right: int,
-                 softcap: float, num_splits: int) -> Tuple[Tensor, Tensor]:
+                 softcap: float, num_splits: int,
+                 alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """The body of torch.ops.flashattn.kvcache_fwd, also called directly by
     flash_attn_with_kvcache in plain eager mode (see _torch_ops' fast path:
     the custom-op dispatch costs tens of microseconds, more than a decode
@@ -238,6 +257,10 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
         k_new, tkn = _tvals("k", k_new, 4)
         v_new, tvn = _tvals("v", v_new, 4)
     B, Sq, Hq, D = tq[5], tq[6], tq[7], tq[8]
+    ta = _capi.NO_TENSOR
+    if alibi_slopes is not None:
+        alibi_slopes = alibi_slopes.contiguous() if isinstance(alibi_slopes, Tensor) else alibi_slopes
+        ta = _slopes_values(alibi_slopes, q, B, Hq)
     fa_dev, idx = tq[2], tq[3]
     out = torch.empty((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
@@ -247,7 +270,7 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
                                  softmax_scale, softcap, window_left, window_right,
                                  1 if causal else 0, 0,
                                  _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0,
-                                 *_capi.NO_VARIANTS, int(num_splits))
+                                 *ta, 0.0, 0, 0, int(num_splits))  # no dropout
     return out, lse
 
 
@@ -255,15 +278,18 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
 def kvcache_fwd(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
                 block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
                 softmax_scale: float, causal: bool, window_left: int, window_right: int,
-                softcap: float, num_splits: int) -> Tuple[Tensor, Tensor]:
+                softcap: float, num_splits: int,
+                alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """(out [B, Sq, Hq, D], lse fp32 [B, Hq, Sq]); k_new / v_new are written into
     the caches at cache_seqlens first (cache_seqlens itself is not changed)."""
     return kvcache_impl(q, k_cache, v_cache, cache_seqlens, block_table, k_new, v_new,
-                        softmax_scale, causal, window_left, window_right, softcap, num_splits)
+                        softmax_scale, causal, window_left, window_right, softcap, num_splits,
+                        alibi_slopes)
 
 
 @kvcache_fwd.register_fake
 def _kvcache_fwd_fake(q, k_cache, v_cache, cache_seqlens, block_table, k_new, v_new,
-                      softmax_scale, causal, window_left, window_right, softcap, num_splits):
+                      softmax_scale, causal, window_left, window_right, softcap, num_splits,
+                      alibi_slopes=None):
     B, Sq, Hq, _ = q.shape
     return q.new_empty(q.shape), q.new_empty((B, Hq, Sq), dtype=torch.float32)

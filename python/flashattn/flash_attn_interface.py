@@ -16,8 +16,9 @@ As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
 dropout_p / alibi_slopes (flash_attn_func, *_qkvpacked_func, *_kvpacked_func):
 implemented by the CPU backend and, for CUDA tensors, by the sm80 kernels
 (on Hopper ALiBi without dropout runs on the Hopper kernels, dropout on the
-sm80 ones); the varlen / KV-cache functions here still refuse them
-(the C++ API has them).  Each call
+sm80 ones).  The varlen functions and flash_attn_with_kvcache take
+alibi_slopes too ([nheads] or [batch, nheads], batch = the number of
+sequences); they still refuse dropout_p (the C++ API has it).  Each call
 with dropout draws a fresh Philox seed from torch's default generator
 (torch.manual_seed makes it repeatable).  return_attn_probs=True returns
 (out, softmax_lse, mask) where mask is flashattn's int32 dropout keep mask
@@ -57,15 +58,11 @@ def _opts(softmax_scale, causal, window_size, softcap, deterministic) -> dict:
                 deterministic=deterministic)
 
 
-def _unsupported(fn: str, dropout_p: float, alibi_slopes, return_attn_probs: bool) -> None:
+def _unsupported(fn: str, dropout_p: float, return_attn_probs: bool) -> None:
     if dropout_p:
         raise NotImplementedError(
             f"{fn}: dropout_p={dropout_p} is not supported with varlen or KV-cache arguments yet "
             "(flash_attn_func and the packed padded functions have it); pass dropout_p=0.0")
-    if alibi_slopes is not None:
-        raise NotImplementedError(
-            f"{fn}: alibi_slopes is not supported with varlen or KV-cache arguments yet "
-            "(flash_attn_func and the packed padded functions have it); pass alibi_slopes=None")
     if return_attn_probs:
         raise NotImplementedError(
             f"{fn}: return_attn_probs=True is not supported by flashattn (it never materialises "
@@ -189,9 +186,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """q: (total_q, nheads, headdim); k, v: (total_k, nheads_k, headdim);
     cu_seqlens_q / cu_seqlens_k: int32 (batch + 1,), cumulative lengths from 0;
     max_seqlen_q / max_seqlen_k: the longest sequence.  Causal masking is
-    bottom-right aligned per sequence.  Returns out (total_q, nheads, headdim).
-    Differentiable in q, k, v."""
-    _unsupported("flash_attn_varlen_func", dropout_p, alibi_slopes, return_attn_probs)
+    bottom-right aligned per sequence.  alibi_slopes: optional fp32 (nheads,)
+    or (batch, nheads), batch = len(cu_seqlens_q) - 1.  Returns out (total_q,
+    nheads, headdim).  Differentiable in q, k, v."""
+    _unsupported("flash_attn_varlen_func", dropout_p, return_attn_probs)
     if block_table is not None:
         raise NotImplementedError(
             "flash_attn_varlen_func: block_table (paged KV) is supported by flash_attn_with_kvcache, "
@@ -200,7 +198,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     out, _ = _torch_varlen.varlen_forward(
         q, k, v, _i32("cu_seqlens_q", cu_seqlens_q, q.device), _i32("cu_seqlens_k", cu_seqlens_k, q.device),
         int(max_seqlen_q), int(max_seqlen_k), o["softmax_scale"], o["causal"], o["window_left"],
-        o["window_right"], o["softcap"], bool(deterministic))
+        o["window_right"], o["softcap"], bool(deterministic), alibi_slopes)
     return out
 
 
@@ -246,7 +244,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     caches in place at cache_seqlens before the attention.  cache_seqlens: int
     or int32 (batch,), the tokens already cached; NOT updated here (as in
     flash-attn: add seqlen_new yourself).  Causal is bottom-right aligned.
-    num_splits: split-KV pieces (0 = heuristic).  Returns out, or (out,
+    num_splits: split-KV pieces (0 = heuristic).  alibi_slopes: optional fp32
+    (nheads,) or (batch, nheads), the bias -slope * |i + Sk - Sq - j| over the
+    Sk = cache_seqlens + seqlen_new keys.  Returns out, or (out,
     softmax_lse (batch, nheads, seqlen_q)) with return_softmax_lse."""
     if rotary_cos is not None or rotary_sin is not None:
         raise NotImplementedError("flash_attn_with_kvcache: rotary_cos / rotary_sin (rotary "
@@ -257,9 +257,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                   "flashattn yet; index the cache before the call")
     if cache_leftpad is not None:
         raise NotImplementedError("flash_attn_with_kvcache: cache_leftpad is not supported by "
-                                  "flashattn yet")
-    if alibi_slopes is not None:
-        raise NotImplementedError("flash_attn_with_kvcache: alibi_slopes is not supported by "
                                   "flashattn yet")
     B = q.shape[0]
     if cache_seqlens is None:
@@ -276,5 +273,5 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     # Plain eager tensors skip the custom-op dispatch (same impl; see _torch_ops._fast_path_ok).
     fn = _torch_varlen.kvcache_impl if _fast_path_ok(q, k_cache, v_cache) else torch.ops.flashattn.kvcache_fwd
     out, lse = fn(q, k_cache, v_cache, cache_seqlens, block_table, k, v, o["softmax_scale"], o["causal"],
-                  o["window_left"], o["window_right"], o["softcap"], int(num_splits))
+                  o["window_left"], o["window_right"], o["softcap"], int(num_splits), alibi_slopes)
     return (out, lse) if return_softmax_lse else out

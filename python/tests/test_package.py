@@ -176,12 +176,12 @@ def test_flash_attn_functions_map_to_attention():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"dropout_p": 0.1}, "dropout_p"),
-    ({"alibi_slopes": "slopes"}, "alibi_slopes"),
     ({"return_attn_probs": True}, "return_attn_probs"),
 ])
 def test_flash_attn_varlen_unsupported_arguments_raise(kwargs, match):
-    """The padded functions have ALiBi / dropout (python/tests/test_variants.py);
-    the varlen ones refuse them, naming the argument."""
+    """The padded functions have dropout (python/tests/test_variants.py); the
+    varlen ones refuse it, naming the argument (they have ALiBi:
+    test_varlen_alibi.py)."""
     torch = pytest.importorskip("torch")
     q = torch.randn(4, 2, 16)
     cu = torch.tensor([0, 4], dtype=torch.int32)
