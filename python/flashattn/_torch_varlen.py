@@ -9,7 +9,10 @@ single graph nodes. Packed tensors are [total_tokens, heads, head_dim]; lse
 is float32 [heads_q, total_q] (varlen) or [batch, heads_q, seqlen_q]
 (kvcache). Index tensors are int32 on the device of q (converted if not).
 alibi_slopes (optional, fp32 [heads_q] or [batch, heads_q], batch = the
-number of sequences) adds the ALiBi bias as flash_attn_func's does.
+number of sequences) adds the ALiBi bias as flash_attn_func's does; the
+varlen ops' dropout_p / seed / offset drop entries of P as the padded
+variants do (the generator's batch index is the sequence, its rows and keys
+the sequence's own), and the backward regenerates the same mask.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from torch import Tensor
 
 from . import _capi
 from ._torch_ops import _DTYPES, _device, _fast_path_ok, _raw_stream, no_gradient_outputs
-from ._torch_variants import _slopes_values
+from ._torch_variants import _slopes_values, _u64
 
 
 _PAD = (0, 0, 0, 0)
@@ -83,7 +86,8 @@ def _varlen_slopes(slopes: Optional[Tensor], q: Tensor, cu_q: Tensor, heads: int
 def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
                      max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
                      window_left: int, window_right: int, softcap: float,
-                     deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                     deterministic: bool, alibi_slopes: Optional[Tensor] = None,
+                     dropout_p: float = 0.0, seed: int = 0, offset: int = 0) -> Tuple[Tensor, Tensor]:
     """(out [total_q, Hq, D], lse fp32 [Hq, total_q]): the body of
     torch.ops.flashattn.varlen_fwd, also called directly in plain eager mode
     (varlen_forward). The argument blocks go to fa_forward_varlen packed
@@ -105,7 +109,8 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     _capi.forward_varlen_packed(
         (*tq, *tk, *tv, *to, *tl,
          *_capi.options_tuple(softmax_scale, softcap, window_left, window_right, causal,
-                              deterministic, stream, ta)), vl)
+                              deterministic, stream, ta, float(dropout_p), _u64(seed),
+                              _u64(offset))), vl)
     return out, lse
 
 
@@ -113,17 +118,18 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
 def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
                max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool,
                window_left: int, window_right: int, softcap: float,
-               deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+               deterministic: bool, alibi_slopes: Optional[Tensor] = None,
+               dropout_p: float = 0.0, seed: int = 0, offset: int = 0) -> Tuple[Tensor, Tensor]:
     """(out [total_q, Hq, D], lse fp32 [Hq, total_q])."""
     return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                             softmax_scale, causal, window_left, window_right, softcap,
-                            deterministic, alibi_slopes)
+                            deterministic, alibi_slopes, dropout_p, seed, offset)
 
 
 @varlen_fwd.register_fake
 def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      softmax_scale, causal, window_left, window_right, softcap, deterministic,
-                     alibi_slopes=None):
+                     alibi_slopes=None, dropout_p=0.0, seed=0, offset=0):
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
@@ -131,7 +137,9 @@ def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
                      cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
                      max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
                      window_right: int, softcap: float,
-                     deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+                     deterministic: bool, alibi_slopes: Optional[Tensor] = None,
+                     dropout_p: float = 0.0, seed: int = 0,
+                     offset: int = 0) -> Tuple[Tensor, Tensor, Tensor]:
     q, tq = _tvals("q", q, 3)
     k, tk = _tvals("k", k, 3)
     v, tv = _tvals("v", v, 3)
@@ -149,7 +157,8 @@ def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
     _capi.backward_varlen_packed(
         (*tq, *tk, *tv, *to, *tdo, *tl, *tdq, *tdk, *tdv,
          *_capi.options_tuple(softmax_scale, softcap, window_left, window_right, causal,
-                              deterministic, stream, ta)), vl)
+                              deterministic, stream, ta, float(dropout_p), _u64(seed),
+                              _u64(offset))), vl)
     return dq, dk, dv
 
 
@@ -158,25 +167,31 @@ def varlen_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: 
                cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
                max_seqlen_k: int, softmax_scale: float, causal: bool, window_left: int,
                window_right: int, softcap: float,
-               deterministic: bool, alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+               deterministic: bool, alibi_slopes: Optional[Tensor] = None,
+               dropout_p: float = 0.0, seed: int = 0,
+               offset: int = 0) -> Tuple[Tensor, Tensor, Tensor]:
     return _varlen_bwd_impl(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                             max_seqlen_k, softmax_scale, causal, window_left, window_right,
-                            softcap, deterministic, alibi_slopes)
+                            softcap, deterministic, alibi_slopes, dropout_p, seed, offset)
 
 
 @varlen_bwd.register_fake
 def _varlen_bwd_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, softmax_scale, causal, window_left, window_right, softcap,
-                     deterministic, alibi_slopes=None):
+                     deterministic, alibi_slopes=None, dropout_p=0.0, seed=0, offset=0):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+_VARIANT_DEFAULTS = (None, 0.0, 0, 0)  # alibi_slopes, dropout_p, seed, offset (inputs 13-16)
 
 
 def _varlen_setup(ctx, inputs, output):
     q, k, v, cu_q, cu_k = inputs[:5]
-    slopes = inputs[13] if len(inputs) > 13 else None
+    slopes, *dropout = tuple(inputs[13:]) + _VARIANT_DEFAULTS[len(inputs) - 13:]
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, slopes)
     ctx.params = inputs[5:13]
+    ctx.dropout = tuple(dropout)
     ctx.n_inputs = len(inputs)
     no_gradient_outputs(ctx, lse)
 
@@ -187,7 +202,7 @@ def _varlen_backward(ctx, dout, dlse):
     q, k, v, out, lse, cu_q, cu_k, slopes = ctx.saved_tensors
     max_q, max_k, *opts = ctx.params
     dq, dk, dv = torch.ops.flashattn.varlen_bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k,
-                                                *opts, slopes)
+                                                *opts, slopes, *ctx.dropout)
     return (dq, dk, dv) + (None,) * (ctx.n_inputs - 3)
 
 

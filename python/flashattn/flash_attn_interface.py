@@ -16,9 +16,10 @@ As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
 dropout_p / alibi_slopes (flash_attn_func, *_qkvpacked_func, *_kvpacked_func):
 implemented by the CPU backend and, for CUDA tensors, by the sm80 kernels
 (on Hopper ALiBi without dropout runs on the Hopper kernels, dropout on the
-sm80 ones).  The varlen functions and flash_attn_with_kvcache take
-alibi_slopes too ([nheads] or [batch, nheads], batch = the number of
-sequences); they still refuse dropout_p (the C++ API has it).  Each call
+sm80 ones).  The varlen functions take both too, and
+flash_attn_with_kvcache takes alibi_slopes ([nheads] or [batch, nheads],
+batch = the number of sequences; a varlen call's dropout mask is that of a
+padded batch of the same sequences).  Each call
 with dropout draws a fresh Philox seed from torch's default generator
 (torch.manual_seed makes it repeatable).  return_attn_probs=True returns
 (out, softmax_lse, mask) where mask is flashattn's int32 dropout keep mask
@@ -33,11 +34,12 @@ from typing import Optional, Tuple
 
 import torch
 
+from ._capi import InvalidArgumentError
 from ._common import resolve_options
 from ._torch_fp8 import attention_fp8
 from ._torch_ops import _fast_path_ok, attention
 from . import _torch_varlen  # registers torch.ops.flashattn.varlen_* / kvcache_fwd
-from ._torch_variants import attention_variants
+from ._torch_variants import attention_variants, new_seed
 
 __all__ = [
     "flash_attn_func",
@@ -58,11 +60,7 @@ def _opts(softmax_scale, causal, window_size, softcap, deterministic) -> dict:
                 deterministic=deterministic)
 
 
-def _unsupported(fn: str, dropout_p: float, return_attn_probs: bool) -> None:
-    if dropout_p:
-        raise NotImplementedError(
-            f"{fn}: dropout_p={dropout_p} is not supported with varlen or KV-cache arguments yet "
-            "(flash_attn_func and the packed padded functions have it); pass dropout_p=0.0")
+def _unsupported(fn: str, return_attn_probs: bool) -> None:
     if return_attn_probs:
         raise NotImplementedError(
             f"{fn}: return_attn_probs=True is not supported by flashattn (it never materialises "
@@ -187,9 +185,15 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     cu_seqlens_q / cu_seqlens_k: int32 (batch + 1,), cumulative lengths from 0;
     max_seqlen_q / max_seqlen_k: the longest sequence.  Causal masking is
     bottom-right aligned per sequence.  alibi_slopes: optional fp32 (nheads,)
-    or (batch, nheads), batch = len(cu_seqlens_q) - 1.  Returns out (total_q,
-    nheads, headdim).  Differentiable in q, k, v."""
-    _unsupported("flash_attn_varlen_func", dropout_p, return_attn_probs)
+    or (batch, nheads), batch = len(cu_seqlens_q) - 1.  dropout_p: as
+    flash_attn_func's, a fresh seed per call from torch's generator; the keep
+    mask of sequence b is that of batch entry b of a padded call (rows and keys
+    counted within the sequence).  Returns out (total_q, nheads, headdim).
+    Differentiable in q, k, v."""
+    _unsupported("flash_attn_varlen_func", return_attn_probs)
+    if not 0.0 <= float(dropout_p) < 1.0:
+        raise InvalidArgumentError(f"dropout_p: expected a value in [0, 1), got {dropout_p}")
+    seed = new_seed() if dropout_p > 0 else 0
     if block_table is not None:
         raise NotImplementedError(
             "flash_attn_varlen_func: block_table (paged KV) is supported by flash_attn_with_kvcache, "
@@ -198,7 +202,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     out, _ = _torch_varlen.varlen_forward(
         q, k, v, _i32("cu_seqlens_q", cu_seqlens_q, q.device), _i32("cu_seqlens_k", cu_seqlens_k, q.device),
         int(max_seqlen_q), int(max_seqlen_k), o["softmax_scale"], o["causal"], o["window_left"],
-        o["window_right"], o["softcap"], bool(deterministic), alibi_slopes)
+        o["window_right"], o["softcap"], bool(deterministic), alibi_slopes, float(dropout_p), seed, 0)
     return out
 
 

@@ -175,13 +175,11 @@ def test_flash_attn_functions_map_to_attention():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"dropout_p": 0.1}, "dropout_p"),
     ({"return_attn_probs": True}, "return_attn_probs"),
 ])
 def test_flash_attn_varlen_unsupported_arguments_raise(kwargs, match):
-    """The padded functions have dropout (python/tests/test_variants.py); the
-    varlen ones refuse it, naming the argument (they have ALiBi:
-    test_varlen_alibi.py)."""
+    """The varlen functions have ALiBi and dropout (test_varlen_variants.py)
+    but return no dropout mask: return_attn_probs is refused by name."""
     torch = pytest.importorskip("torch")
     q = torch.randn(4, 2, 16)
     cu = torch.tensor([0, 4], dtype=torch.int32)

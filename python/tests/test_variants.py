@@ -15,17 +15,36 @@ import flashattn  # noqa: E402
 from torch_ref import assert_lse, assert_rule, visible  # noqa: E402
 
 
+class _RoundGrad(torch.autograd.Function):
+    """Identity whose backward rounds the incoming gradient to `dt`."""
+
+    @staticmethod
+    def forward(ctx, x, dt):
+        ctx.dt = dt
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.dt).to(g.dtype), None
+
+
 def reference(q, k, v, *, causal=False, window=(-1, -1), softcap=0.0, slopes=None, mask=None,
-              p=0.0, work=torch.float64, pdt=None):
+              p=0.0, work=torch.float64, pdt=None, dsdt=None):
     """fp64 (out, lse); slopes [H] or [B, H]; mask int32 [B, H, Sq, Sk] or None.
     work=float32 with pdt=the input dtype: the naive same-dtype yardstick
-    (fp32 arithmetic, P rounded to the dtype before P V)."""
+    (fp32 arithmetic, P rounded to the dtype before P V); dsdt=the input dtype
+    also rounds dS (the scores' gradient) before dQ = dS K and dK = dS^T Q, as
+    a 16-bit kernel's backward does (exact up to the scale when it is a power
+    of two, head dim 64)."""
     q, k, v = (x.detach().to(work).requires_grad_() for x in (q, k, v))
     B, Sq, Hq, D = q.shape
     Sk, Hk = k.shape[1], k.shape[2]
     kd = k.repeat_interleave(Hq // Hk, dim=2)
     vd = v.repeat_interleave(Hq // Hk, dim=2)
-    s = torch.einsum("bqhd,bkhd->bhqk", q, kd) / math.sqrt(D)
+    s = torch.einsum("bqhd,bkhd->bhqk", q, kd)
+    if dsdt is not None:
+        s = _RoundGrad.apply(s, dsdt)
+    s = s / math.sqrt(D)
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     if slopes is not None:
