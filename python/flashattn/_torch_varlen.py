@@ -73,14 +73,15 @@ def _varlen_values(cu_q: Tensor, cu_k: Tensor, max_q: int, max_k: int) -> Tuple[
     return (cu_q, cu_k), (*tcq, *tck, int(max_q), int(max_k))
 
 
-def _varlen_slopes(slopes: Optional[Tensor], q: Tensor, cu_q: Tensor, heads: int) -> Tuple[Optional[Tensor], tuple]:
-    """(slopes used, their 13 packed values) for fa_options.alibi_slopes:
-    [heads] or [sequences, heads] (sequences = len(cu_seqlens_q) - 1)."""
+def _slopes_arg(slopes: Optional[Tensor], q: Tensor, batch: int, heads: int) -> Tuple[Optional[Tensor], tuple]:
+    """(slopes used, to be kept alive through the call; their 13 packed
+    values) for fa_options.alibi_slopes: [heads] or [batch, heads] (varlen:
+    batch = len(cu_seqlens_q) - 1)."""
     if slopes is None:
         return None, _capi.NO_TENSOR
     if isinstance(slopes, Tensor):
         slopes = slopes.contiguous()
-    return slopes, _slopes_values(slopes, q, cu_q.shape[0] - 1, heads)
+    return slopes, _slopes_values(slopes, q, batch, heads)
 
 
 def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
@@ -99,7 +100,7 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     v, tv = _tvals("v", v, 3)
     keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
     T, H, D = tq[5], tq[6], tq[7]
-    slopes, ta = _varlen_slopes(alibi_slopes, q, keep[0], H)
+    slopes, ta = _slopes_arg(alibi_slopes, q, keep[0].shape[0] - 1, H)
     dev, idx = tq[2], tq[3]
     out = torch.empty((T, H, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((H, T), dtype=torch.float32, device=q.device)
@@ -147,7 +148,7 @@ def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
     dout, tdo = _tvals("dout", dout, 3)
     lse, tl = _tvals("lse", lse.contiguous(), 2)
     keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    slopes, ta = _varlen_slopes(alibi_slopes, q, keep[0], tq[6])
+    slopes, ta = _slopes_arg(alibi_slopes, q, keep[0].shape[0] - 1, tq[6])
     dq, dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (q, k, v))
     _, tdq = _tvals("dq", dq, 3)
     _, tdk = _tvals("dk", dk, 3)
@@ -272,10 +273,7 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
         k_new, tkn = _tvals("k", k_new, 4)
         v_new, tvn = _tvals("v", v_new, 4)
     B, Sq, Hq, D = tq[5], tq[6], tq[7], tq[8]
-    ta = _capi.NO_TENSOR
-    if alibi_slopes is not None:
-        alibi_slopes = alibi_slopes.contiguous() if isinstance(alibi_slopes, Tensor) else alibi_slopes
-        ta = _slopes_values(alibi_slopes, q, B, Hq)
+    alibi_slopes, ta = _slopes_arg(alibi_slopes, q, B, Hq)
     fa_dev, idx = tq[2], tq[3]
     out = torch.empty((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)

@@ -185,7 +185,7 @@ __device__ __forceinline__ void dq_turn_pass(const DQTurn& turn) {
 // each step's add has completed before the step ends, so its own tile goes
 // back at once (for step it + 2). There, so that one step's wait for that
 // completion overlaps the next step's add, warps 1 and 2 each own a staging
-// tile and take alternate steps (from `first`, every `stride`-th step; as
+// tile and take alternate steps (from `first`, every second step; as
 // bwd_dq_writer_split).
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
@@ -247,10 +247,9 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
 // read it. In deterministic mode a step's turn passes on only once its adds
 // have completed, and a writer waiting for that cannot take the next step:
 // there warps 1 and 2 write the steps of stages 0 and 1 (from `first`,
-// every `stride`-th step), so that one step's completion overlaps the next one's
-// adds (+3-11% at 2k-16k; with one writer, even skipping the turn waits
-// left the deterministic mode at 0.83-0.86 of the default:
-// bench/sm90/NOTES.md).
+// every second step), so that one step's completion overlaps the next one's
+// adds (+1-9% from 2k; with one writer, skipping the turn waits had not
+// helped: bench/sm90/NOTES.md).
 template <class T>
 __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                                     const BwdSeq& seq, int hk, int kv_tile, int total,
