@@ -15,16 +15,10 @@ torch = pytest.importorskip("torch")
 import flashattn  # noqa: E402
 from flashattn import flash_attn_varlen_func, flash_attn_with_kvcache  # noqa: E402
 from test_variants import reference  # noqa: E402
+from test_varlen import _cu, path  # noqa: E402,F401  (path: the eager / op fixture)
 from torch_ref import assert_lse, assert_rule  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and flashattn.cuda_available() else [])
-
-
-def _cu(lens, device):
-    cu = [0]
-    for n in lens:
-        cu.append(cu[-1] + n)
-    return torch.tensor(cu, dtype=torch.int32, device=device)
 
 
 def _slopes(kind, batch, heads, device):
@@ -35,15 +29,6 @@ def _slopes(kind, batch, heads, device):
 
 def _seq_slopes(slopes, b):
     return slopes if slopes.dim() == 1 else slopes[b]
-
-
-@pytest.fixture(params=["eager", "op"])
-def path(request, monkeypatch):
-    """eager: the autograd.Function fast path; op: torch.ops.flashattn.varlen_fwd."""
-    from flashattn import _torch_ops
-
-    monkeypatch.setattr(_torch_ops, "EAGER_FAST_PATH", request.param == "eager")
-    return request.param
 
 
 @pytest.mark.parametrize("device", DEVICES)
