@@ -418,9 +418,12 @@ TEST_P(EdgeShapes, DeterministicBackwardFourKvHeads) {
 // Eight kv heads: without a mask bound (the first shape above) and with
 // short sequences the deterministic grid interleaves eight heads
 // (det_interleave_log2), so a key tile's CTA waits for one eight blocks
-// before it; the causal shape interleaves four.
+// before it; the causal shape interleaves four. A property of the sm90 grid:
+// the CPU's fixed-order backward has FourKvHeads above (and this would add
+// minutes to the sanitizer stage).
 TEST_P(EdgeShapes, DeterministicBackwardEightKvHeads) {
   const auto [dev, dt] = GetParam();
+  if (dev == Device::CPU) GTEST_SKIP() << "tests the CUDA grid's head interleave";
   check_multi_tile_backward(dev, dt, 64, true, 16, 8);
   if (testing::Test::HasFatalFailure() || testing::Test::IsSkipped()) return;
   check_multi_tile_backward(dev, dt, 256, true, 8, 8);
