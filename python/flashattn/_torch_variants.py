@@ -38,6 +38,25 @@ def _slopes_values(slopes: Optional[Tensor], q: Tensor, batch: int, heads: int) 
             slopes.stride(0), slopes.stride(1), 0, 0)
 
 
+def _slopes_arg(slopes: Optional[Tensor], q: Tensor, batch: int, heads: int) -> Tuple[Optional[Tensor], tuple]:
+    """(slopes used, made contiguous: keep them alive through the call; their
+    13 packed values) for fa_options.alibi_slopes: [heads] or [batch, heads]
+    (varlen: batch = the number of sequences)."""
+    if isinstance(slopes, Tensor):
+        slopes = slopes.contiguous()
+    return slopes, _slopes_values(slopes, q, batch, heads)
+
+
+def dropout_seed(dropout_p: float, seed: Optional[int] = None) -> int:
+    """Checks dropout_p (in [0, 1)) and returns the Philox seed: `seed`, else
+    a fresh one when dropout is on (new_seed), else 0."""
+    if not 0.0 <= float(dropout_p) < 1.0:
+        raise _capi.InvalidArgumentError(f"dropout_p: expected a value in [0, 1), got {dropout_p}")
+    if seed is not None:
+        return int(seed)
+    return new_seed() if dropout_p > 0 else 0
+
+
 def _u64(x: int) -> int:
     return int(x) & 0xFFFFFFFFFFFFFFFF
 
@@ -48,9 +67,7 @@ def _fwd_impl(q, k, v, softmax_scale, causal, window_left, window_right, softcap
     k, tk = _view("k", k)
     v, tv = _view("v", v)
     B, Sq, Hq, Sk = tq[5], tq[6], tq[7], tk[6]
-    if alibi_slopes is not None:
-        alibi_slopes = alibi_slopes.contiguous()
-    ta = _slopes_values(alibi_slopes, q, B, Hq)
+    alibi_slopes, ta = _slopes_arg(alibi_slopes, q, B, Hq)
     out, to = _empty_bshd(q.shape, q, tq)
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
     fa_dev, idx = tq[2], tq[3]
@@ -98,9 +115,7 @@ def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, window_left, windo
     out, to = _view("out", out)
     dout, tdo = _view("dout", dout)
     lse = lse.contiguous()
-    if alibi_slopes is not None:
-        alibi_slopes = alibi_slopes.contiguous()
-    ta = _slopes_values(alibi_slopes, q, tq[5], tq[7])
+    alibi_slopes, ta = _slopes_arg(alibi_slopes, q, tq[5], tq[7])
     dq, tdq = _empty_bshd(q.shape, q, tq)
     dk, tdk = _empty_bshd(k.shape, k, tk)
     dv, tdv = _empty_bshd(v.shape, v, tv)
@@ -165,10 +180,7 @@ def attention_variants(q: Tensor, k: Tensor, v: Tensor, *, softmax_scale: float,
                        seed: Optional[int] = None, offset: int = 0, return_mask: bool = False,
                        deterministic: bool = False):
     """(out, lse, mask or None) with resolved options (see _common.resolve_options)."""
-    if not 0.0 <= float(dropout_p) < 1.0:
-        raise _capi.InvalidArgumentError(f"dropout_p: expected a value in [0, 1), got {dropout_p}")
-    if seed is None:
-        seed = new_seed() if dropout_p > 0 else 0
+    seed = dropout_seed(dropout_p, seed)
     out, lse, mask = torch.ops.flashattn.fwd_variants(
         q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
         float(dropout_p), int(seed), int(offset), bool(return_mask), bool(deterministic))

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from . import _capi
 from ._torch_ops import _DTYPES, _device, _fast_path_ok, _raw_stream, no_gradient_outputs
-from ._torch_variants import _slopes_values, _u64
+from ._torch_variants import _slopes_arg, _u64
 
 
 _PAD = (0, 0, 0, 0)
@@ -71,17 +71,6 @@ def _varlen_values(cu_q: Tensor, cu_k: Tensor, max_q: int, max_k: int) -> Tuple[
     cu_q, tcq = _tvals("cu_seqlens_q", cu_q, 1, index=True)
     cu_k, tck = _tvals("cu_seqlens_k", cu_k, 1, index=True)
     return (cu_q, cu_k), (*tcq, *tck, int(max_q), int(max_k))
-
-
-def _slopes_arg(slopes: Optional[Tensor], q: Tensor, batch: int, heads: int) -> Tuple[Optional[Tensor], tuple]:
-    """(slopes used, to be kept alive through the call; their 13 packed
-    values) for fa_options.alibi_slopes: [heads] or [batch, heads] (varlen:
-    batch = len(cu_seqlens_q) - 1)."""
-    if slopes is None:
-        return None, _capi.NO_TENSOR
-    if isinstance(slopes, Tensor):
-        slopes = slopes.contiguous()
-    return slopes, _slopes_values(slopes, q, batch, heads)
 
 
 def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,

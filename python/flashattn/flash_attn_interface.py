@@ -34,12 +34,11 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._capi import InvalidArgumentError
 from ._common import resolve_options
 from ._torch_fp8 import attention_fp8
 from ._torch_ops import _fast_path_ok, attention
 from . import _torch_varlen  # registers torch.ops.flashattn.varlen_* / kvcache_fwd
-from ._torch_variants import attention_variants, new_seed
+from ._torch_variants import attention_variants, dropout_seed
 
 __all__ = [
     "flash_attn_func",
@@ -191,9 +190,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     counted within the sequence).  Returns out (total_q, nheads, headdim).
     Differentiable in q, k, v."""
     _unsupported("flash_attn_varlen_func", return_attn_probs)
-    if not 0.0 <= float(dropout_p) < 1.0:
-        raise InvalidArgumentError(f"dropout_p: expected a value in [0, 1), got {dropout_p}")
-    seed = new_seed() if dropout_p > 0 else 0
+    seed = dropout_seed(dropout_p)
     if block_table is not None:
         raise NotImplementedError(
             "flash_attn_varlen_func: block_table (paged KV) is supported by flash_attn_with_kvcache, "
