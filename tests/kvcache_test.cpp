@@ -3,7 +3,8 @@
 // (page sizes 16 / 48 / 256, pages shuffled), append then attend, GQA, causal
 // with Sq > 1, zero-length caches, head dims 64 to 256, and split-KV piece
 // counts from 1 to the most allowed (each merged result must pass the rule on
-// its own). Also the C ABI.
+// its own); flash-attn's rotary embedding, cache_leftpad and cache_batch_idx.
+// Also the C ABI.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -31,6 +32,20 @@ KvCase kv(DType dt, int64_t sq, int64_t hq, int64_t hkv, int64_t d, std::vector<
   c.page_size = page;
   c.causal = causal;
   c.num_splits = splits;
+  return c;
+}
+
+KvCase rope(KvCase c, int64_t rotary_dim, bool interleaved) {
+  c.rotary_dim = rotary_dim;
+  c.rotary_interleaved = interleaved;
+  return c;
+}
+KvCase leftpad(KvCase c, std::vector<int64_t> lp) {
+  c.leftpad = std::move(lp);
+  return c;
+}
+KvCase by_idx(KvCase c, int64_t extra_entries) {
+  c.extra_entries = extra_entries;
   return c;
 }
 
@@ -68,6 +83,31 @@ std::vector<KvCase> kv_cases() {
   // The most pieces a row may have (kMaxSplits = 128): every thread of the
   // combine block holds a piece's LSE.
   v.push_back(kv(DType::BF16, 1, 8, 1, 128, {8300, 9000}, 0, 9000, 0, false, 128));
+  // flash-attn's optional inputs. Rotary: GPT-NeoX and GPT-J pairs over part
+  // of or the whole head dim; causal puts q row i at cache_seqlens + i, non-
+  // causal every row at cache_seqlens (Sq > 1 both ways); paged too.
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    v.push_back(rope(kv(dt, 1, 8, 2, 128, {17, 0, 300}, 1, 320, 0, false), 64, false));
+  v.push_back(rope(kv(DType::BF16, 1, 8, 2, 128, {17, 0, 300}, 1, 320, 0, false), 64, true));
+  v.push_back(rope(kv(DType::F16, 4, 8, 2, 128, {100, 0}, 3, 300, 0, true), 128, true));
+  v.push_back(rope(kv(DType::F16, 4, 8, 2, 128, {100, 0}, 3, 300, 0, true), 128, false));
+  v.push_back(rope(kv(DType::BF16, 3, 4, 4, 64, {50, 7}, 2, 80, 16, false), 32, true));
+  v.push_back(rope(kv(DType::F16, 2, 8, 1, 96, {700, 1}, 1, 768, 48, false, 3), 96, false));
+  v.push_back(rope(kv(DType::F32, 2, 4, 1, 64, {40}, 2, 64, 0, true), 6, false));  // CPU only (CUDA: 16s)
+  // cache_leftpad: keys from row leftpad on (a sequence with none left: O = 0).
+  v.push_back(leftpad(kv(DType::F16, 1, 8, 2, 128, {300, 17, 64}, 1, 320, 0, false), {100, 17, 3}));
+  v.push_back(leftpad(kv(DType::BF16, 4, 8, 2, 128, {100, 9}, 3, 300, 0, true), {37, 9}));
+  v.push_back(leftpad(kv(DType::F32, 2, 4, 1, 64, {100, 50}, 0, 128, 0, true), {99, 0}));
+  v.push_back(leftpad(kv(DType::F16, 1, 8, 1, 128, {2000, 777}, 1, 2048, 0, false, 5), {1500, 0}));
+  // cache_batch_idx: sequences on shuffled entries of a larger cache.
+  v.push_back(by_idx(kv(DType::F16, 1, 8, 2, 128, {17, 0, 300}, 1, 320, 0, false), 3));
+  v.push_back(by_idx(kv(DType::BF16, 4, 8, 2, 128, {100, 0}, 3, 300, 0, true), 0));
+  v.push_back(by_idx(kv(DType::F32, 1, 16, 2, 64, {3000}, 2, 3072, 0, true, 7), 2));
+  v.push_back(by_idx(kv(DType::F16, 100, 4, 1, 128, {150, 3}, 17, 200, 0, true), 1));
+  // All three together.
+  v.push_back(by_idx(leftpad(rope(kv(DType::BF16, 2, 8, 2, 128, {300, 40, 5}, 2, 320, 0, true), 64, false),
+                             {12, 40, 0}),
+                     2));
   return v;
 }
 
@@ -125,6 +165,70 @@ TEST(KvCacheCAbi, SameBitsAsCpp) {
   EXPECT_EQ(fa_forward_kvcache(&c), FA_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(fa_last_error(), "num_splits"), nullptr);
   EXPECT_EQ(fa_forward_kvcache(nullptr), FA_ERR_INVALID_ARGUMENT);
+}
+
+// flash-attn's optional inputs through the C ABI: the same bits as the C++
+// API (the append writes the same rows again, so the second call sees the
+// cache the first one left).
+TEST(KvCacheCAbi, OptionalInputsSameBitsAsCpp) {
+  const Device dev = test_devices()[0];
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  const int64_t B = 2, Sq = 2, Hq = 4, Hkv = 2, D = 64, cap = 64, entries = 3, rd = 32;
+  Tensor q = make_bshd(dev, DType::F16, Layout::BSHD, B, Sq, Hq, D);
+  Tensor kc = make_bshd(dev, DType::F16, Layout::BSHD, entries, cap, Hkv, D);
+  Tensor vc = make_bshd(dev, DType::F16, Layout::BSHD, entries, cap, Hkv, D);
+  Tensor kn = make_bshd(dev, DType::F16, Layout::BSHD, B, 1, Hkv, D);
+  Tensor vn = make_bshd(dev, DType::F16, Layout::BSHD, B, 1, Hkv, D);
+  Tensor cs = make_contiguous(dev, DType::F16, {cap + Sq, rd / 2});
+  Tensor sn = make_contiguous(dev, DType::F16, {cap + Sq, rd / 2});
+  for (const Tensor* t : {&q, &kc, &vc, &kn, &vn, &cs, &sn}) fill_randn(*t);
+  Tensor lens = make_i32(dev, {50, 9}, {B});
+  Tensor idx = make_i32(dev, {2, 0}, {B});
+  Tensor left = make_i32(dev, {11, 0}, {B});
+  Tensor out = make_bshd(dev, DType::F16, Layout::BSHD, B, Sq, Hq, D);
+  Tensor lse = make_lse(dev, B, Hq, Sq);
+  flashattn::KvCacheArgs a;
+  a.q = q.view();
+  a.k_cache = kc.view();
+  a.v_cache = vc.view();
+  a.cache_seqlens = lens.view();
+  a.k_new = kn.view();
+  a.v_new = vn.view();
+  a.cache_batch_idx = idx.view();
+  a.cache_leftpad = left.view();
+  a.rotary_cos = cs.view();
+  a.rotary_sin = sn.view();
+  a.rotary_interleaved = true;
+  a.out = out.view();
+  a.lse = lse.view();
+  a.options.causal = true;
+  const flashattn::Status st = flashattn::forward_kvcache(a);
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << st.message;
+  ASSERT_TRUE(st.ok()) << st.message;
+  const auto o1 = out.read(), l1 = lse.read(), k1 = kc.read();
+  out.write(std::vector<double>(o1.size(), 0.0));
+  fa_kvcache_args c{};
+  c.q = to_c(a.q);
+  c.k_cache = to_c(a.k_cache);
+  c.v_cache = to_c(a.v_cache);
+  c.cache_seqlens = to_c(a.cache_seqlens);
+  c.k_new = to_c(a.k_new);
+  c.v_new = to_c(a.v_new);
+  c.cache_batch_idx = to_c(a.cache_batch_idx);
+  c.cache_leftpad = to_c(a.cache_leftpad);
+  c.rotary_cos = to_c(a.rotary_cos);
+  c.rotary_sin = to_c(a.rotary_sin);
+  c.rotary_interleaved = 1;
+  c.out = to_c(a.out);
+  c.lse = to_c(a.lse);
+  c.options = to_c(a.options);
+  ASSERT_EQ(fa_forward_kvcache(&c), FA_OK) << fa_last_error();
+  EXPECT_EQ(out.read(), o1);
+  EXPECT_EQ(lse.read(), l1);
+  EXPECT_EQ(kc.read(), k1);
+  c.rotary_interleaved = 0;  // the other pairing: different rotated keys
+  ASSERT_EQ(fa_forward_kvcache(&c), FA_OK) << fa_last_error();
+  EXPECT_NE(kc.read(), k1);
 }
 
 }  // namespace

@@ -118,10 +118,13 @@ INSTANTIATE_TEST_SUITE_P(Cases, VarlenInvalid, ::testing::ValuesIn(varlen_bad())
 
 // ---- KV cache -------------------------------------------------------------------
 
-// A valid paged call with append: B = 2, Sq = 1, Hq = 4, Hkv = 2, D = 64,
-// page 16, 3 pages per sequence (capacity 48), 8 pages.
+// A valid call with append: B = 2, Sq = 1, Hq = 4, Hkv = 2, D = 64. Paged:
+// page 16, 3 pages per sequence (capacity 48), 8 pages. Or contiguous, with
+// flash-attn's optional inputs: 5 cache entries of capacity 48 picked by
+// cache_batch_idx, cache_leftpad, and rotary tables for rotary_dim 32 over
+// 64 positions.
 struct KvSetup {
-  Tensor q, kc, vc, lens, table, kn, vn, out, lse;
+  Tensor q, kc, vc, lens, table, kn, vn, out, lse, idx, left, cos, sin;
   flashattn::KvCacheArgs args() const {
     flashattn::KvCacheArgs a;
     a.q = q.view();
@@ -133,21 +136,41 @@ struct KvSetup {
     a.v_new = vn.view();
     a.out = out.view();
     a.lse = lse.view();
+    a.cache_batch_idx = idx.view();
+    a.cache_leftpad = left.view();
+    a.rotary_cos = cos.view();
+    a.rotary_sin = sin.view();
     return a;
+  }
+  std::vector<const Tensor*> inputs() const {
+    std::vector<const Tensor*> r;
+    for (const Tensor* t : {&q, &kc, &vc, &lens, &table, &kn, &vn, &idx, &left, &cos, &sin})
+      if (t->buf) r.push_back(t);
+    return r;
   }
 };
 
-KvSetup kv_setup() {
+KvSetup kv_setup(bool paged) {
   const Device d = Device::CPU;
   KvSetup s;
   s.q = make_bshd(d, DType::F16, Layout::BSHD, 2, 1, 4, 64);
-  s.kc = make_bshd(d, DType::F16, Layout::BSHD, 8, 16, 2, 64);
-  s.vc = make_bshd(d, DType::F16, Layout::BSHD, 8, 16, 2, 64);
+  const int64_t entries = paged ? 8 : 5, rows = paged ? 16 : 48;
+  s.kc = make_bshd(d, DType::F16, Layout::BSHD, entries, rows, 2, 64);
+  s.vc = make_bshd(d, DType::F16, Layout::BSHD, entries, rows, 2, 64);
   s.kn = make_bshd(d, DType::F16, Layout::BSHD, 2, 2, 2, 64);
   s.vn = make_bshd(d, DType::F16, Layout::BSHD, 2, 2, 2, 64);
   for (const Tensor* t : {&s.q, &s.kc, &s.vc, &s.kn, &s.vn}) fill_randn(*t);
   s.lens = make_i32(d, {30, 46}, {2});
-  s.table = make_i32(d, {7, 0, 3, 5, 1, 2}, {2, 3});
+  if (paged) {
+    s.table = make_i32(d, {7, 0, 3, 5, 1, 2}, {2, 3});
+  } else {
+    s.idx = make_i32(d, {3, 1}, {2});
+    s.left = make_i32(d, {2, 46}, {2});
+    s.cos = make_contiguous(d, DType::F16, {64, 16});
+    s.sin = make_contiguous(d, DType::F16, {64, 16});
+    fill_randn(s.cos);
+    fill_randn(s.sin);
+  }
   s.out = make_bshd(d, DType::F16, Layout::BSHD, 2, 1, 4, 64);
   s.lse = make_lse(d, 2, 4, 1);
   return s;
@@ -157,6 +180,7 @@ struct KvBad {
   std::string label;
   std::function<void(KvSetup&, flashattn::KvCacheArgs&)> edit;
   std::string arg;
+  bool paged = true;  // which kv_setup the edit starts from
 };
 
 std::vector<KvBad> kv_bad() {
@@ -182,20 +206,49 @@ std::vector<KvBad> kv_bad() {
       {"k_new_in_cache", [](KvSetup&, A& a) { a.k_new.data = a.k_cache.data; }, "k_cache"},
       {"num_splits", [](KvSetup&, A& a) { a.num_splits = -3; }, "num_splits"},
       {"contiguous_batch", [](KvSetup&, A& a) { a.block_table = {}; }, "k_cache"},
+      {"idx_with_pages", [](KvSetup& s, A& a) { a.cache_batch_idx = s.lens.view(); }, "cache_batch_idx"},
+      {"leftpad_with_pages", [](KvSetup& s, A& a) { a.cache_leftpad = s.lens.view(); }, "cache_leftpad"},
+      // Contiguous cache with cache_batch_idx, cache_leftpad and rotary.
+      {"idx_out_of_range", [](KvSetup& s, A&) { s.idx.write({3, 5}); }, "cache_batch_idx", false},
+      {"idx_negative", [](KvSetup& s, A&) { s.idx.write({-1, 0}); }, "cache_batch_idx", false},
+      {"idx_shared_when_appending", [](KvSetup& s, A&) { s.idx.write({4, 4}); }, "cache_batch_idx", false},
+      {"idx_batch", [](KvSetup&, A& a) { a.cache_batch_idx.shape[0] = 1; }, "cache_batch_idx", false},
+      {"idx_float", [](KvSetup&, A& a) { a.cache_batch_idx.dtype = DType::F32; }, "cache_batch_idx", false},
+      {"no_idx_batch_differs", [](KvSetup&, A& a) { a.cache_batch_idx = {}; }, "k_cache", false},
+      {"leftpad_past_len", [](KvSetup& s, A&) { s.left.write({31, 0}); }, "cache_leftpad", false},
+      {"leftpad_negative", [](KvSetup& s, A&) { s.left.write({0, -1}); }, "cache_leftpad", false},
+      {"leftpad_batch", [](KvSetup&, A& a) { a.cache_leftpad.shape[0] = 3; }, "cache_leftpad", false},
+      {"rotary_sin_alone", [](KvSetup&, A& a) { a.rotary_cos = {}; }, "rotary_cos", false},
+      {"rotary_cos_alone", [](KvSetup&, A& a) { a.rotary_sin = {}; }, "rotary_sin", false},
+      {"rotary_without_append", [](KvSetup&, A& a) { a.k_new = a.v_new = {}; }, "rotary_cos", false},
+      {"rotary_shapes_differ", [](KvSetup&, A& a) { a.rotary_sin.shape[1] = 8; }, "rotary_sin", false},
+      {"rotary_dim_over_head_dim", [](KvSetup&, A& a) {
+         a.rotary_cos.shape[1] = a.rotary_sin.shape[1] = 33;
+         a.rotary_cos.shape[0] = a.rotary_sin.shape[0] = 16;
+       }, "rotary_cos", false},
+      {"rotary_dtype", [](KvSetup&, A& a) { a.rotary_cos.dtype = DType::BF16; }, "rotary_cos", false},
+      {"rotary_not_contiguous", [](KvSetup&, A& a) { a.rotary_sin.stride[1] = 2; a.rotary_sin.shape[1] = 8;
+                                                     a.rotary_cos.shape[1] = 8; }, "rotary_sin", false},
+      {"rotary_too_few_positions", [](KvSetup&, A& a) { a.rotary_cos.shape[0] = a.rotary_sin.shape[0] = 47; },
+       "rotary_cos", false},
+      {"rotary_1d", [](KvSetup&, A& a) { a.rotary_cos.ndim = 1; }, "rotary_cos", false},
+      {"rotary_overlaps_cache", [](KvSetup&, A& a) { a.rotary_cos.data = a.k_cache.data; }, "k_cache", false},
   };
 }
 
 class KvInvalid : public ::testing::TestWithParam<KvBad> {};
 
 TEST_P(KvInvalid, ErrorNamesArgumentAndWritesNothing) {
-  KvSetup s = kv_setup();
+  const bool paged = GetParam().paged;
+  KvSetup s = kv_setup(paged);
   {
-    KvSetup ok = kv_setup();
-    ASSERT_TRUE(flashattn::forward_kvcache(ok.args()).ok());
+    KvSetup ok = kv_setup(paged);
+    const flashattn::Status st = flashattn::forward_kvcache(ok.args());
+    ASSERT_TRUE(st.ok()) << st.message;
   }
   flashattn::KvCacheArgs a = s.args();
   GetParam().edit(s, a);
-  CallGuard g({&s.q, &s.kc, &s.vc, &s.lens, &s.table, &s.kn, &s.vn}, {&s.out, &s.lse});
+  CallGuard g(s.inputs(), {&s.out, &s.lse});
   const flashattn::Status st = flashattn::forward_kvcache(a);
   EXPECT_EQ(st.code, ErrorCode::InvalidArgument) << st.message;
   EXPECT_TRUE(names(st.message, GetParam().arg)) << st.message;

@@ -41,6 +41,10 @@ struct VCase {
   bool causal;
   int s_new, capacity, page;  // KV cache only
   int nsplit;                 // 0 = heuristic (with 132 SMs)
+  // KV cache, contiguous only: cache_leftpad per sequence (empty = none), and
+  // cache_batch_idx over a shuffled cache of B + 2 entries.
+  std::vector<int> leftpad = {};
+  bool by_idx = false;
 };
 
 std::vector<float> randn(size_t n, fa::DType dt, std::mt19937& rng) {
@@ -59,17 +63,18 @@ template <class T, int D>
 void run(const fd::FwdParams& p) {
   if (p.k_new != nullptr) {
     // launch_append's argument block, built the same way.
-    s8::AppendArgs a;
+    s8::AppendArgs a{};
     a.k_new = static_cast<const uint4*>(p.k_new);
     a.v_new = static_cast<const uint4*>(p.v_new);
     a.k_cache = static_cast<uint4*>(const_cast<void*>(p.k));
     a.v_cache = static_cast<uint4*>(const_cast<void*>(p.v));
     a.kn = p.knew_str, a.vn = p.vnew_str, a.kc = p.k_str, a.vc = p.v_str;
-    a.seqlens = p.seqlens_k, a.block_table = p.block_table, a.bt_stride = p.block_table_stride;
+    a.seqlens = p.seqlens_k, a.kv_batch_idx = p.kv_batch_idx, a.block_table = p.block_table;
+    a.bt_stride = p.block_table_stride;
     a.page_size = int(p.page_size), a.batch = int(p.batch), a.s_new = int(p.seqlens_k_add);
     a.heads_kv = int(p.heads_kv), a.chunks = int(p.head_dim / 8);
     const int64_t total = p.batch * p.seqlens_k_add * p.heads_kv * a.chunks;
-    emu::launch({unsigned((total + 255) / 256), 1, 1}, 256, [&] { s8::append_kv_kernel<>(a); });
+    emu::launch({unsigned((total + 255) / 256), 1, 1}, 256, [&] { s8::append_kv_kernel<T>(a); });
   }
   using Cfg = s8::FwdCfg<D>;
   const s8::FwdPlan plan = s8::fwd_plan(p, 132, Cfg::BM, Cfg::BN);
@@ -106,7 +111,7 @@ bool run_case(const VCase& c, std::mt19937& rng) {
   p.causal = c.causal;
   p.window_right = c.causal ? 0 : -1;
   p.num_splits = c.nsplit;
-  std::vector<int32_t> cu_q{0}, cu_k{0}, lens, table;
+  std::vector<int32_t> cu_q{0}, cu_k{0}, lens, table, left, entry;
   std::vector<float> q, k, v, kn, vn;
   std::vector<uint16_t> pq, pk, pv, pkn, pvn;
   int total_q = 0, Sq = 0;
@@ -144,10 +149,23 @@ bool run_case(const VCase& c, std::mt19937& rng) {
       p.k_str = p.v_str = {int64_t(c.page) * hk, hk, c.D};
       p.seqlen_k = int64_t(pages_per) * c.page;
     } else {
+      const int entries = B + (c.by_idx ? 2 : 0);
+      entry.resize(size_t(entries));
+      std::iota(entry.begin(), entry.end(), 0);
+      if (c.by_idx) {
+        std::shuffle(entry.begin(), entry.end(), rng);
+        p.kv_batch_idx = entry.data();
+      }
+      rows = entries * c.capacity;
       for (int b = 0; b < B; ++b)
-        for (int t = 0; t < c.capacity; ++t) where[b].push_back(b * c.capacity + t);
+        for (int t = 0; t < c.capacity; ++t) where[b].push_back(entry[size_t(b)] * c.capacity + t);
       p.k_str = p.v_str = {int64_t(c.capacity) * hk, hk, c.D};
       p.seqlen_k = c.capacity;
+    }
+    left.assign(size_t(B), 0);
+    if (!c.leftpad.empty()) {
+      left.assign(c.leftpad.begin(), c.leftpad.end());
+      p.leftpad_k = left.data();
     }
     k = randn(size_t(rows) * hk, c.dt, rng);
     v = randn(size_t(rows) * hk, c.dt, rng);
@@ -175,7 +193,8 @@ bool run_case(const VCase& c, std::mt19937& rng) {
 
   bool ok = true;
   for (int b = 0; b < B; ++b) {
-    const int lq = c.varlen ? c.lens_q[b] : Sq, lk = c.varlen ? c.lens_k[b] : c.lens_k[b] + c.s_new;
+    const int k0 = c.varlen ? 0 : left[size_t(b)];  // first key row (cache_leftpad)
+    const int lq = c.varlen ? c.lens_q[b] : Sq, lk = c.varlen ? c.lens_k[b] : c.lens_k[b] + c.s_new - k0;
     const int q0 = c.varlen ? cu_q[b] : b * Sq;
     if (!c.varlen)  // the cache after the append, in double, for the reference
       for (int s = 0; s < c.s_new; ++s)
@@ -195,8 +214,8 @@ bool run_case(const VCase& c, std::mt19937& rng) {
     std::vector<double> qs(q.begin() + size_t(q0) * hq, q.begin() + size_t(q0 + lq) * hq), ks, vs;
     for (int t = 0; t < lk; ++t)
       for (int x = 0; x < hk; ++x) {
-        ks.push_back(k[size_t(where[b][t]) * hk + x]);
-        vs.push_back(v[size_t(where[b][t]) * hk + x]);
+        ks.push_back(k[size_t(where[b][k0 + t]) * hk + x]);
+        vs.push_back(v[size_t(where[b][k0 + t]) * hk + x]);
       }
     std::vector<double> ro(qs.size()), rl(size_t(c.Hq) * lq), no, nl;
     ref::forward(pb, qs.data(), ks.data(), vs.data(), ro.data(), rl.data());
@@ -237,6 +256,10 @@ int main(int argc, char** argv) {
       {"kvcache decode d192 paged 16 causal sq2 heuristic split", hf, {2}, {150, 35}, false, 4, 2, 192, true, 0, 160, 16, 0},
       // Seven pieces: the combine block's four warps take two, two, two and one.
       {"kvcache decode split 7", bf, {2}, {700, 650}, false, 8, 2, 128, true, 0, 704, 0, 7},
+      // cache_leftpad and cache_batch_idx (the kernel's per-sequence K/V base and length).
+      {"kvcache leftpad idx decode split 3 append", hf, {1}, {300, 40}, false, 8, 2, 128, false, 1, 320, 0, 3,
+       {120, 40}, true},
+      {"kvcache leftpad causal sq3 append", bf, {3}, {90, 33}, false, 2, 2, 128, true, 2, 96, 0, 1, {17, 0}},
   };
   std::mt19937 rng(7);
   int run = 0, passed = 0;

@@ -114,6 +114,12 @@ typedef struct fa_kvcache_args {
   fa_tensor lse; /* optional: fp32 [B, Hq, Sq] */
   fa_options options;
   int32_t num_splits;
+  /* Optional (data NULL = off), as KvCacheArgs in flashattn.hpp describes:
+   * cache_batch_idx / cache_leftpad int32 [B]; rotary_cos / rotary_sin
+   * [seqlen_ro, rotary_dim / 2] in q's dtype (needs k_new), rotated in pairs
+   * (2i, 2i+1) when rotary_interleaved != 0, else (i, i + rotary_dim / 2). */
+  fa_tensor cache_batch_idx, cache_leftpad, rotary_cos, rotary_sin;
+  int32_t rotary_interleaved;
 } fa_kvcache_args;
 
 /* Defaults: scale 0 (= 1/sqrt(d)), no softcap, unbounded window, not

@@ -167,6 +167,27 @@ struct BackwardArgs {
 //   partial results merged by their LSE); 0 = chosen by a heuristic.
 // Capacity overflow (cache_seqlens[b] + S_new > capacity, or more pages than
 // the block table has) is an error, checked before anything is written (CPU).
+//
+// Optional, as in flash-attn (each off when its data is null):
+//   cache_batch_idx  int32 [B]: sequence b uses cache entry cache_batch_idx[b]
+//            of a contiguous [B_cache, capacity, Hkv, D] cache (B_cache may
+//            differ from B; entries must be distinct when appending). Not
+//            with block_table.
+//   cache_leftpad    int32 [B]: sequence b's cache starts at row
+//            cache_leftpad[b]: it attends to rows [cache_leftpad[b],
+//            cache_seqlens[b] + S_new), and masks (causal, window, ALiBi)
+//            count from that row. cache_seqlens stays the end row. Not with
+//            block_table.
+//   rotary_cos, rotary_sin  [seqlen_ro, rotary_dim / 2], dtype of q, last dim
+//            contiguous (rotary embedding, RoPE; needs k_new): k_new row s is
+//            rotated at position cache_seqlens[b] + s as it is appended; q row
+//            i at position cache_seqlens[b] + i when causal or windowed, else
+//            at cache_seqlens[b] for every row (flash-attn's rule). Dimensions
+//            from rotary_dim on pass through. rotary_dim is even and <= D
+//            (the CUDA backend: a multiple of 16); seqlen_ro must cover every
+//            position used. rotary_interleaved: pairs (2i, 2i+1) (GPT-J)
+//            instead of (i, i + rotary_dim / 2) (GPT-NeoX). Computed in fp32,
+//            rounded to the dtype.
 struct KvCacheArgs {
   TensorView q;
   TensorView k_cache, v_cache;
@@ -177,6 +198,10 @@ struct KvCacheArgs {
   TensorView lse;          // optional: fp32 [B, Hq, Sq] contiguous
   Options options;         // deterministic is ignored (the forward always is)
   int32_t num_splits = 0;
+  TensorView cache_batch_idx;       // optional
+  TensorView cache_leftpad;         // optional
+  TensorView rotary_cos, rotary_sin;  // optional, both or neither
+  bool rotary_interleaved = false;
 };
 
 enum class ErrorCode : int32_t {

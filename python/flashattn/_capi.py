@@ -133,7 +133,9 @@ class Varlen(ctypes.Structure):
 class KvCacheArgs(ctypes.Structure):
     _fields_ = [(n, Tensor) for n in ("q", "k_cache", "v_cache", "cache_seqlens", "block_table",
                                       "k_new", "v_new", "out", "lse")] + [
-        ("options", Options), ("num_splits", ctypes.c_int32)]
+        ("options", Options), ("num_splits", ctypes.c_int32)] + [
+        (n, Tensor) for n in ("cache_batch_idx", "cache_leftpad", "rotary_cos", "rotary_sin")] + [
+        ("rotary_interleaved", ctypes.c_int32)]
 
 
 # The sizes the C compiler gives these structs on LP64 (checked against the
@@ -152,8 +154,10 @@ OPTIONS_FORMAT = "ffqqiiQ" + TENSOR_FORMAT + "f4xQQ"
 FORWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 5 + OPTIONS_FORMAT + TENSOR_FORMAT)
 BACKWARD_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT)
 # fa_kvcache_args: q, k_cache, v_cache, cache_seqlens, block_table, k_new,
-# v_new, out, lse, options, num_splits ("4x": the struct's tail padding).
-KVCACHE_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT + "i4x")
+# v_new, out, lse, options, num_splits ("4x": padding before the next tensor),
+# cache_batch_idx, cache_leftpad, rotary_cos, rotary_sin, rotary_interleaved
+# ("4x": the struct's tail padding).
+KVCACHE_PACK = struct.Struct("=" + TENSOR_FORMAT * 9 + OPTIONS_FORMAT + "i4x" + TENSOR_FORMAT * 4 + "i4x")
 # fa_fp8_descale: the q, k, v descale tensors.
 FP8_DESCALE_PACK = struct.Struct("=" + TENSOR_FORMAT * 3)
 VARLEN_PACK = struct.Struct("=" + TENSOR_FORMAT * 2 + "qq")  # fa_varlen
@@ -365,7 +369,8 @@ def backward_packed(*values) -> None:
 def forward_kvcache_packed(*values) -> None:
     """fa_forward_kvcache on KVCACHE_PACK.pack(*values): q, k_cache, v_cache,
     cache_seqlens, block_table, k_new, v_new, out, lse (13 values each),
-    options (23), num_splits."""
+    options (23), num_splits, cache_batch_idx, cache_leftpad, rotary_cos,
+    rotary_sin (13 each), rotary_interleaved."""
     _call_packed("fa_forward_kvcache", KVCACHE_PACK.pack(*values))
 
 

@@ -238,7 +238,10 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
                  block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
                  softmax_scale: float, causal: bool, window_left: int, window_right: int,
                  softcap: float, num_splits: int,
-                 alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                 alibi_slopes: Optional[Tensor] = None,
+                 cache_batch_idx: Optional[Tensor] = None, cache_leftpad: Optional[Tensor] = None,
+                 rotary_cos: Optional[Tensor] = None, rotary_sin: Optional[Tensor] = None,
+                 rotary_interleaved: bool = True) -> Tuple[Tensor, Tensor]:
     """The body of torch.ops.flashattn.kvcache_fwd, also called directly by
     flash_attn_with_kvcache in plain eager mode (see _torch_ops' fast path:
     the custom-op dispatch costs tens of microseconds, more than a decode
@@ -261,6 +264,15 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
             raise _capi.InvalidArgumentError("k, v: the new keys and values go together")
         k_new, tkn = _tvals("k", k_new, 4)
         v_new, tvn = _tvals("v", v_new, 4)
+    tidx = tlp = tcos = tsin = _capi.NO_TENSOR
+    if cache_batch_idx is not None:
+        cache_batch_idx, tidx = _tvals("cache_batch_idx", cache_batch_idx, 1, index=True)
+    if cache_leftpad is not None:
+        cache_leftpad, tlp = _tvals("cache_leftpad", cache_leftpad, 1, index=True)
+    if rotary_cos is not None:
+        rotary_cos, tcos = _tvals("rotary_cos", rotary_cos, 2)
+    if rotary_sin is not None:
+        rotary_sin, tsin = _tvals("rotary_sin", rotary_sin, 2)
     B, Sq, Hq, D = tq[5], tq[6], tq[7], tq[8]
     alibi_slopes, ta = _slopes_arg(alibi_slopes, q, B, Hq)
     fa_dev, idx = tq[2], tq[3]
@@ -272,7 +284,8 @@ def kvcache_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
                                  softmax_scale, softcap, window_left, window_right,
                                  1 if causal else 0, 0,
                                  _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0,
-                                 *ta, 0.0, 0, 0, int(num_splits))  # no dropout
+                                 *ta, 0.0, 0, 0, int(num_splits),  # no dropout
+                                 *tidx, *tlp, *tcos, *tsin, 1 if rotary_interleaved else 0)
     return out, lse
 
 
@@ -281,17 +294,22 @@ def kvcache_fwd(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tens
                 block_table: Optional[Tensor], k_new: Optional[Tensor], v_new: Optional[Tensor],
                 softmax_scale: float, causal: bool, window_left: int, window_right: int,
                 softcap: float, num_splits: int,
-                alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                alibi_slopes: Optional[Tensor] = None,
+                cache_batch_idx: Optional[Tensor] = None, cache_leftpad: Optional[Tensor] = None,
+                rotary_cos: Optional[Tensor] = None, rotary_sin: Optional[Tensor] = None,
+                rotary_interleaved: bool = True) -> Tuple[Tensor, Tensor]:
     """(out [B, Sq, Hq, D], lse fp32 [B, Hq, Sq]); k_new / v_new are written into
     the caches at cache_seqlens first (cache_seqlens itself is not changed)."""
     return kvcache_impl(q, k_cache, v_cache, cache_seqlens, block_table, k_new, v_new,
                         softmax_scale, causal, window_left, window_right, softcap, num_splits,
-                        alibi_slopes)
+                        alibi_slopes, cache_batch_idx, cache_leftpad, rotary_cos, rotary_sin,
+                        rotary_interleaved)
 
 
 @kvcache_fwd.register_fake
 def _kvcache_fwd_fake(q, k_cache, v_cache, cache_seqlens, block_table, k_new, v_new,
                       softmax_scale, causal, window_left, window_right, softcap, num_splits,
-                      alibi_slopes=None):
+                      alibi_slopes=None, cache_batch_idx=None, cache_leftpad=None,
+                      rotary_cos=None, rotary_sin=None, rotary_interleaved=True):
     B, Sq, Hq, _ = q.shape
     return q.new_empty(q.shape), q.new_empty((B, Hq, Sq), dtype=torch.float32)

@@ -9,8 +9,8 @@ alibi_slopes, see below); an argument that asks
 for a feature flashattn does not have yet raises NotImplementedError naming
 the argument.  Variable-length batches (cu_seqlens, the three *_varlen_*
 functions, differentiable) and the KV cache (flash_attn_with_kvcache: in-place
-append, cache_seqlens, paged block_table, split-KV decode) are supported;
-rotary embedding, cache_batch_idx and cache_leftpad are not yet and raise.
+append, cache_seqlens, paged block_table, split-KV decode, rotary_cos /
+rotary_sin, cache_batch_idx, cache_leftpad) are supported.
 As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
 
 dropout_p / alibi_slopes (flash_attn_func, *_qkvpacked_func, *_kvpacked_func):
@@ -247,18 +247,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     flash-attn: add seqlen_new yourself).  Causal is bottom-right aligned.
     num_splits: split-KV pieces (0 = heuristic).  alibi_slopes: optional fp32
     (nheads,) or (batch, nheads), the bias -slope * |i + Sk - Sq - j| over the
-    Sk = cache_seqlens + seqlen_new keys.  Returns out, or (out,
+    Sk = cache_seqlens + seqlen_new keys.  cache_batch_idx: optional int32
+    (batch,), the cache entry of each sequence (distinct when appending; not
+    with block_table).  cache_leftpad: optional int32 (batch,), the first
+    cache row of each sequence (keys [cache_leftpad, cache_seqlens +
+    seqlen_new); not with block_table).  rotary_cos / rotary_sin: optional
+    (seqlen_ro, rotary_dim / 2) in q's dtype (needs k, v): k is rotated at
+    positions cache_seqlens + i as it is appended, q at cache_seqlens + i when
+    causal or windowed, else at cache_seqlens; rotary_interleaved pairs
+    dimensions (2i, 2i+1) (GPT-J) instead of (i, i + rotary_dim / 2)
+    (GPT-NeoX); on CUDA rotary_dim is a multiple of 16.  Returns out, or (out,
     softmax_lse (batch, nheads, seqlen_q)) with return_softmax_lse."""
-    if rotary_cos is not None or rotary_sin is not None:
-        raise NotImplementedError("flash_attn_with_kvcache: rotary_cos / rotary_sin (rotary "
-                                  "embedding) are not supported by flashattn yet; apply RoPE to "
-                                  "q and k before the call")
-    if cache_batch_idx is not None:
-        raise NotImplementedError("flash_attn_with_kvcache: cache_batch_idx is not supported by "
-                                  "flashattn yet; index the cache before the call")
-    if cache_leftpad is not None:
-        raise NotImplementedError("flash_attn_with_kvcache: cache_leftpad is not supported by "
-                                  "flashattn yet")
     B = q.shape[0]
     if cache_seqlens is None:
         if block_table is not None:
@@ -270,9 +269,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     cache_seqlens = _i32("cache_seqlens", cache_seqlens, dev)
     if block_table is not None:
         block_table = _i32("block_table", block_table, dev)
+    if cache_batch_idx is not None:
+        cache_batch_idx = _i32("cache_batch_idx", cache_batch_idx, dev)
+    if cache_leftpad is not None:
+        cache_leftpad = _i32("cache_leftpad", cache_leftpad, dev)
     o = _resolved_fast(softmax_scale, causal, window_size, softcap)
     # Plain eager tensors skip the custom-op dispatch (same impl; see _torch_ops._fast_path_ok).
     fn = _torch_varlen.kvcache_impl if _fast_path_ok(q, k_cache, v_cache) else torch.ops.flashattn.kvcache_fwd
     out, lse = fn(q, k_cache, v_cache, cache_seqlens, block_table, k, v, o["softmax_scale"], o["causal"],
-                  o["window_left"], o["window_right"], o["softcap"], int(num_splits), alibi_slopes)
+                  o["window_left"], o["window_right"], o["softcap"], int(num_splits), alibi_slopes,
+                  cache_batch_idx, cache_leftpad, rotary_cos, rotary_sin, bool(rotary_interleaved))
     return (out, lse) if return_softmax_lse else out

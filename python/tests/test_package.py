@@ -188,13 +188,10 @@ def test_flash_attn_varlen_unsupported_arguments_raise(kwargs, match):
 
 
 @pytest.mark.parametrize("name, kwargs, match", [
-    ("flash_attn_with_kvcache", {"rotary_cos": 1}, "rotary"),
-    ("flash_attn_with_kvcache", {"cache_batch_idx": 1}, "cache_batch_idx"),
-    ("flash_attn_with_kvcache", {"cache_leftpad": 1}, "cache_leftpad"),
     ("flash_attn_varlen_func", {"block_table": 1}, "block_table"),
 ])
 def test_flash_attn_missing_features_raise(name, kwargs, match):
-    """Varlen and the KV cache exist (python/tests/test_varlen.py); these parts of them do not yet."""
+    """Varlen exists (python/tests/test_varlen.py); a paged varlen call does not yet."""
     pytest.importorskip("torch")
     fn = getattr(flashattn, name)
     nargs = sum(p.default is inspect.Parameter.empty for p in inspect.signature(fn).parameters.values())

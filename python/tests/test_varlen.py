@@ -185,8 +185,9 @@ def test_errors_name_the_argument():
     with pytest.raises(flashattn.InvalidArgumentError, match="cache_seqlens"):
         flash_attn_with_kvcache(torch.randn(1, 1, 2, 64), kc, kc.clone(), torch.randn(1, 2, 2, 64),
                                 torch.randn(1, 2, 2, 64), cache_seqlens=15)
-    with pytest.raises(NotImplementedError, match="rotary"):
-        flash_attn_with_kvcache(torch.randn(1, 1, 2, 64), kc, kc.clone(), rotary_cos=kc)
+    with pytest.raises(flashattn.InvalidArgumentError, match="rotary_sin"):
+        flash_attn_with_kvcache(torch.randn(1, 1, 2, 64), kc, kc.clone(), torch.randn(1, 1, 2, 64),
+                                torch.randn(1, 1, 2, 64), rotary_cos=torch.randn(16, 16), cache_seqlens=3)
 
 
 def test_kvcache_packed_block_matches_ctypes_struct():
@@ -207,16 +208,22 @@ def test_kvcache_packed_block_matches_ctypes_struct():
             for n, t in (("q", q), ("k_cache", kc), ("v_cache", kc), ("cache_seqlens", lens),
                          ("block_table", bt), ("out", out))]
     tl = (lse.data_ptr(), _capi.FA_F32, _capi.FA_CPU, 0, 3, 2, 4, 3, 0, 12, 3, 1, 0)
+    cos = torch.randn(40, 16)
+    extra = [_tvals(n, t, t.dim(), index=t.dtype == torch.int32)[1]
+             for n, t in (("cache_batch_idx", lens), ("cache_leftpad", lens), ("rotary_cos", cos),
+                          ("rotary_sin", cos))]
     packed = _capi.KVCACHE_PACK.pack(*vals[0], *vals[1], *vals[2], *vals[3], *vals[4],
                                      *_capi.NO_TENSOR, *_capi.NO_TENSOR, *vals[5], *tl,
-                                     0.5, 2.0, 7, -1, 1, 0, 0, *_capi.NO_VARIANTS, 3)
+                                     0.5, 2.0, 7, -1, 1, 0, 0, *_capi.NO_VARIANTS, 3,
+                                     *extra[0], *extra[1], *extra[2], *extra[3], 1)
 
     def t(v):
         return _capi.make_tensor(v[0], v[1], v[2], v[3], v[5:5 + v[4]], v[9:9 + v[4]])
 
     args = _capi.KvCacheArgs(t(vals[0]), t(vals[1]), t(vals[2]), t(vals[3]), t(vals[4]), _capi.Tensor(),
                              _capi.Tensor(), t(vals[5]), t(tl),
-                             _capi.make_options(0.5, 2.0, 7, -1, True, False, 0), 3)
+                             _capi.make_options(0.5, 2.0, 7, -1, True, False, 0), 3,
+                             *(t(x) for x in extra), 1)
     assert packed == ctypes.string_at(ctypes.addressof(args), ctypes.sizeof(args))
 
 

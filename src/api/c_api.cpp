@@ -137,7 +137,9 @@ fa_status check_kvcache_ndims(const fa_kvcache_args& a) {
       {"q", &a.q},         {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
       {"cache_seqlens", &a.cache_seqlens},          {"block_table", &a.block_table},
       {"k_new", &a.k_new}, {"v_new", &a.v_new},     {"out", &a.out}, {"lse", &a.lse},
-      {"options.alibi_slopes", &a.options.alibi_slopes}};
+      {"options.alibi_slopes", &a.options.alibi_slopes},
+      {"cache_batch_idx", &a.cache_batch_idx},      {"cache_leftpad", &a.cache_leftpad},
+      {"rotary_cos", &a.rotary_cos}, {"rotary_sin", &a.rotary_sin}};
   for (auto [n, t] : ts) {
     if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
   }
@@ -157,6 +159,11 @@ flashattn::KvCacheArgs to_kvcache(const fa_kvcache_args& a) {
   r.lse = to_view(a.lse);
   r.options = to_options(a.options);
   r.num_splits = a.num_splits;
+  r.cache_batch_idx = to_view(a.cache_batch_idx);
+  r.cache_leftpad = to_view(a.cache_leftpad);
+  r.rotary_cos = to_view(a.rotary_cos);
+  r.rotary_sin = to_view(a.rotary_sin);
+  r.rotary_interleaved = a.rotary_interleaved != 0;
   return r;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/rotary.hpp"
+
 namespace flashattn::detail {
 namespace {
 
@@ -751,8 +753,17 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
 Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
   try {
     const bool paged = a.block_table.data != nullptr;
+    const bool batch_idx = a.cache_batch_idx.data != nullptr;
+    const bool leftpad = a.cache_leftpad.data != nullptr;
+    const bool rotary = a.rotary_cos.data != nullptr || a.rotary_sin.data != nullptr;
     if (Status s = check_view("q", a.q, 4); !s.ok()) return s;
     const int64_t B = a.q.shape[0], Sq = a.q.shape[1], Hq = a.q.shape[2];
+    if (paged && (batch_idx || leftpad)) {
+      return invalid(std::string(batch_idx ? "cache_batch_idx" : "cache_leftpad") +
+                     ": not supported with a paged cache (block_table); the block table already "
+                     "places each sequence's rows");
+    }
+    const int64_t cache_entries = a.k_cache.ndim == 4 ? a.k_cache.shape[0] : 0;
     if (Status s = check_view("k_cache", a.k_cache, 4); !s.ok()) return s;
     if (Status s = check_view("v_cache", a.v_cache, 4); !s.ok()) return s;
     for (int i = 0; i < 4; ++i) {
@@ -781,10 +792,14 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
       }
       capacity = a.block_table.shape[1] * page_size;
       kc.shape[0] = vc.shape[0] = B;
+    } else if (batch_idx) {
+      // Entries are picked per sequence: the common checks see B of them.
+      kc.shape[0] = vc.shape[0] = B;
     } else if (a.k_cache.shape[0] != B) {
       return invalid("k_cache: batch " + std::to_string(a.k_cache.shape[0]) +
                      " differs from q's batch " + std::to_string(B) +
-                     " (pass block_table for a paged [num_pages, page_size, heads_kv, head_dim] cache)");
+                     " (pass block_table for a paged [num_pages, page_size, heads_kv, head_dim] cache, "
+                     "or cache_batch_idx to pick entries)");
     }
     {
       // Reuse the common checks with the names callers see.
@@ -820,6 +835,45 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
       if (Status s = check_no_self_overlap("k_cache", a.k_cache); !s.ok()) return s;
       if (Status s = check_no_self_overlap("v_cache", a.v_cache); !s.ok()) return s;
     }
+    for (auto [name, t] : {std::pair<const char*, const TensorView*>{"cache_batch_idx", &a.cache_batch_idx},
+                           {"cache_leftpad", &a.cache_leftpad}}) {
+      if (t->data == nullptr) continue;
+      if (Status s = check_index(name, *t, 1, a.q); !s.ok()) return s;
+      if (t->shape[0] != B) {
+        return invalid(std::string(name) + ": expected shape [batch] = [" + std::to_string(B) + "], got " +
+                       shape_str(*t));
+      }
+    }
+    int64_t rotary_dim = 0, ro_len = 0;
+    if (rotary) {
+      if (a.rotary_cos.data == nullptr || a.rotary_sin.data == nullptr) {
+        return invalid(std::string(a.rotary_cos.data ? "rotary_sin" : "rotary_cos") +
+                       ": rotary_cos and rotary_sin go together (both or neither)");
+      }
+      if (!append) {
+        return invalid("rotary_cos: the rotary embedding applies to the appended keys; pass k_new and v_new "
+                       "(or rotate q and k before the call)");
+      }
+      for (auto [name, t] : {std::pair<const char*, const TensorView*>{"rotary_cos", &a.rotary_cos},
+                             {"rotary_sin", &a.rotary_sin}}) {
+        if (Status s = check_view(name, *t, 2); !s.ok()) return s;
+        if (Status s = check_same_place(name, *t, a.q, a.q.dtype); !s.ok()) return s;
+        if (t->shape[1] > 1 && t->stride[1] != 1) {
+          return invalid(std::string(name) + ": the last dimension must be contiguous (stride 1), got stride " +
+                         std::to_string(t->stride[1]));
+        }
+      }
+      if (a.rotary_sin.shape[0] != a.rotary_cos.shape[0] || a.rotary_sin.shape[1] != a.rotary_cos.shape[1]) {
+        return invalid("rotary_sin: shape " + shape_str(a.rotary_sin) + " differs from rotary_cos's " +
+                       shape_str(a.rotary_cos));
+      }
+      ro_len = a.rotary_cos.shape[0];
+      rotary_dim = 2 * a.rotary_cos.shape[1];
+      if (rotary_dim < 2 || rotary_dim > D) {
+        return invalid("rotary_cos: expected shape [seqlen_ro, rotary_dim / 2] with 2 <= rotary_dim <= head_dim " +
+                       std::to_string(D) + ", got " + shape_str(a.rotary_cos));
+      }
+    }
     if (Status s = check_bshd("out", a.out, {B, Sq, Hq, D}); !s.ok()) return s;
     if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
     if (Status s = check_no_self_overlap("out", a.out); !s.ok()) return s;
@@ -839,6 +893,14 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
       inputs.push_back({"k_new", &a.k_new});
       inputs.push_back({"v_new", &a.v_new});
     }
+    std::vector<Named> side{};  // the optional index and rotary tensors
+    if (batch_idx) side.push_back({"cache_batch_idx", &a.cache_batch_idx});
+    if (leftpad) side.push_back({"cache_leftpad", &a.cache_leftpad});
+    if (rotary) {
+      side.push_back({"rotary_cos", &a.rotary_cos});
+      side.push_back({"rotary_sin", &a.rotary_sin});
+    }
+    inputs.insert(inputs.end(), side.begin(), side.end());
     std::vector<Named> outputs{{"out", &a.out}};
     if (has_lse) outputs.push_back({"lse", &a.lse});
     if (Status s = check_disjoint(outputs, inputs); !s.ok()) return s;
@@ -847,6 +909,7 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
       std::vector<Named> read{{"q", &a.q}, {"cache_seqlens", &a.cache_seqlens},
                               {"k_new", &a.k_new}, {"v_new", &a.v_new}};
       if (paged) read.push_back({"block_table", &a.block_table});
+      read.insert(read.end(), side.begin(), side.end());
       if (Status s = check_disjoint({{"k_cache", &a.k_cache}, {"v_cache", &a.v_cache}}, read);
           !s.ok()) {
         return s;
@@ -855,8 +918,41 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
     if (a.q.device == Device::CPU) {
       const int32_t* lens = static_cast<const int32_t*>(a.cache_seqlens.data);
       const int32_t* bt = static_cast<const int32_t*>(a.block_table.data);
+      const int32_t* idx = static_cast<const int32_t*>(a.cache_batch_idx.data);
+      const int32_t* left = static_cast<const int32_t*>(a.cache_leftpad.data);
+      std::vector<int64_t> owner(batch_idx && append ? size_t(cache_entries) : 0, -1);
+      const bool q_per_row = rotary_q_per_row(*p);
       for (int64_t b = 0; b < B; ++b) {
         const int64_t len = lens[b];
+        const std::string at = "[" + std::to_string(b) + "] = ";
+        if (batch_idx) {
+          const int32_t e = idx[b];
+          if (e < 0 || e >= cache_entries) {
+            return invalid("cache_batch_idx" + at + std::to_string(e) + " is not an entry of k_cache (0 .. " +
+                           std::to_string(cache_entries - 1) + ")");
+          }
+          if (append) {
+            if (owner[size_t(e)] >= 0) {
+              return invalid("cache_batch_idx" + at + std::to_string(e) + ": sequences " +
+                             std::to_string(owner[size_t(e)]) + " and " + std::to_string(b) +
+                             " share a cache entry, and k_new is appended to it; entries must be distinct "
+                             "when appending");
+            }
+            owner[size_t(e)] = b;
+          }
+        }
+        if (leftpad && (left[b] < 0 || left[b] > len)) {
+          return invalid("cache_leftpad" + at + std::to_string(left[b]) + ": expected 0 <= cache_leftpad[b] <= "
+                         "cache_seqlens[b] = " + std::to_string(len));
+        }
+        if (rotary && len >= 0) {
+          const int64_t last = len + std::max<int64_t>(s_new, q_per_row ? Sq : 1);
+          if (last > ro_len) {
+            return invalid("rotary_cos: " + std::to_string(ro_len) + " rows, but sequence " + std::to_string(b) +
+                           " needs positions up to " + std::to_string(last - 1) + " (cache_seqlens" + at +
+                           std::to_string(len) + ")");
+          }
+        }
         if (len < 0 || len + s_new > capacity) {
           return invalid("cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(len) +
                          (s_new ? " plus " + std::to_string(s_new) + " new tokens" : std::string()) +
@@ -889,6 +985,16 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
       p->v_new = a.v_new.data;
       p->knew_str = strides_of(a.k_new);
       p->vnew_str = strides_of(a.v_new);
+    }
+    p->kv_batch_idx = static_cast<const int32_t*>(a.cache_batch_idx.data);
+    p->leftpad_k = static_cast<const int32_t*>(a.cache_leftpad.data);
+    if (rotary) {
+      p->rotary_cos = a.rotary_cos.data;
+      p->rotary_sin = a.rotary_sin.data;
+      p->rotary_dim = rotary_dim;
+      p->rotary_cos_stride = a.rotary_cos.stride[0];
+      p->rotary_sin_stride = a.rotary_sin.stride[0];
+      p->rotary_interleaved = a.rotary_interleaved;
     }
     p->out = a.out.data;
     p->o_str = strides_of(a.out);

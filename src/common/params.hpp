@@ -62,6 +62,12 @@ struct AttnParams {
   const int32_t* cu_seqlens_k = nullptr;
   const int32_t* seqlens_k = nullptr;
   int64_t seqlens_k_add = 0;
+  // KV cache, optional (nullptr = off): sequence b reads cache entry
+  // kv_batch_idx[b] instead of entry b, and its keys start at cache row
+  // leftpad_k[b] (keys [leftpad_k[b], seqlens_k[b] + seqlens_k_add): the
+  // sequence's key 0 is that row, so masks count from it).
+  const int32_t* kv_batch_idx = nullptr;
+  const int32_t* leftpad_k = nullptr;
   int64_t total_q = 0;  // varlen: rows of q (the LSE's head stride)
   int64_t total_k = 0;  // varlen: rows of k and v (the sm90 forward's TMA bounds)
   // Paged K/V: row t of sequence b is row t % page_size of page
@@ -89,6 +95,14 @@ struct FwdParams : AttnParams {
   const void* k_new = nullptr;
   const void* v_new = nullptr;
   Strides knew_str, vnew_str;
+  // KV cache rotary embedding (only with k_new; common/rotary.hpp): cos / sin
+  // [ro_len, rotary_dim / 2] in the dtype of q, rows *_row_stride elements
+  // apart. k_new rows are rotated as they are appended, q into a copy.
+  // nullptr = off.
+  const void* rotary_cos = nullptr;
+  const void* rotary_sin = nullptr;
+  int64_t rotary_dim = 0, rotary_cos_stride = 0, rotary_sin_stride = 0;
+  bool rotary_interleaved = false;
   int32_t num_splits = 0;  // split-KV pieces; 0 = heuristic
   // Testing aid: the dropout keep mask, int32 [B, Hq, Sq, Sk] contiguous
   // (1 kept, 0 dropped or outside the causal/window mask); nullptr = none.

@@ -13,8 +13,9 @@
 namespace flashattn::detail {
 
 struct SeqLens {
-  int64_t q_off = 0, k_off = 0;  // first row of the sequence in q / k (varlen), else 0
+  int64_t q_off = 0, k_off = 0;  // first row of the sequence in q / k (varlen, cache_leftpad), else 0
   int64_t len_q = 0, len_k = 0;
+  int64_t kv_b = 0;  // batch entry of k / v (cache_batch_idx), else b
 };
 
 inline SeqLens seq_lens(const AttnParams& p, int64_t b) {
@@ -29,7 +30,11 @@ inline SeqLens seq_lens(const AttnParams& p, int64_t b) {
     s.k_off = p.cu_seqlens_k[b];
     s.len_k = p.cu_seqlens_k[b + 1] - s.k_off;
   }
-  if (p.seqlens_k) s.len_k = p.seqlens_k[b] + p.seqlens_k_add;
+  s.kv_b = p.kv_batch_idx ? p.kv_batch_idx[b] : b;
+  if (p.seqlens_k) {
+    s.k_off = p.leftpad_k ? p.leftpad_k[b] : 0;
+    s.len_k = p.seqlens_k[b] + p.seqlens_k_add - s.k_off;
+  }
   return s;
 }
 
@@ -53,10 +58,11 @@ inline void narrow_common(AttnParams& r, const AttnParams& p, int64_t b, const S
   if (p.block_table) {  // pages are shared by all sequences: move the table row instead
     r.block_table = p.block_table + b * p.block_table_stride;
   } else {
-    r.k = advance(p.k, offset(p.k_str, b, s.k_off), p.dtype);
-    r.v = advance(p.v, offset(p.v_str, b, s.k_off), p.dtype);
+    r.k = advance(p.k, offset(p.k_str, s.kv_b, s.k_off), p.dtype);
+    r.v = advance(p.v, offset(p.v_str, s.kv_b, s.k_off), p.dtype);
   }
   r.cu_seqlens_q = r.cu_seqlens_k = r.seqlens_k = nullptr;
+  r.kv_batch_idx = r.leftpad_k = nullptr;
   r.seqlens_k_add = 0;
   // ALiBi slopes row and dropout stream of sequence b (common/philox.hpp).
   if (p.alibi_slopes) r.alibi_slopes = p.alibi_slopes + b * p.alibi_batch_stride;

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "amx_support.hpp"
+#include "common/host_convert.hpp"
+#include "common/rotary.hpp"
 #include "fp8_forward.hpp"
 #include "kernel_table.hpp"
 
@@ -126,8 +128,37 @@ Status no_memory(size_t bytes) {
                            " bytes of workspace");
 }
 
+// One element of a row of p.dtype (fp32, fp16 or bf16) as fp32, and back.
+float load_elem(const void* row, int64_t j, DType dt) {
+  if (dt == DType::F32) return static_cast<const float*>(row)[j];
+  const uint16_t h = static_cast<const uint16_t*>(row)[j];
+  return dt == DType::F16 ? f16_to_float(h) : bf16_to_float(h);
+}
+void store_elem(void* row, int64_t j, DType dt, float x) {
+  if (dt == DType::F32) static_cast<float*>(row)[j] = x;
+  else static_cast<uint16_t*>(row)[j] = dt == DType::F16 ? float_to_f16(x) : float_to_bf16(x);
+}
+
+// A row of head_dim elements rotated at position pos (common/rotary.hpp) into
+// dst (not aliasing src).
+void rotate_row(const FwdParams& p, const void* src, void* dst, int64_t pos) {
+  const DType dt = p.dtype;
+  for (int64_t j = 0; j < p.head_dim; ++j) {
+    float y = load_elem(src, j, dt);
+    if (j < p.rotary_dim) {
+      const RotaryPair r = rotary_pair(j, p.rotary_dim, p.rotary_interleaved);
+      const float c = load_elem(p.rotary_cos, pos * p.rotary_cos_stride + r.freq, dt);
+      const float s = load_elem(p.rotary_sin, pos * p.rotary_sin_stride + r.freq, dt);
+      y = rotary_apply(y, load_elem(src, r.partner, dt), c, s, r.sign);
+    }
+    store_elem(dst, j, dt, y);
+  }
+}
+
 // KV-cache append: row s of k_new / v_new goes to cache row seqlens_k[b] + s
-// (through the block table when paged), before the attention reads the cache.
+// of entry kv_batch_idx[b] (or b; through the block table when paged), k
+// rotated at that position when rotary is on, before the attention reads
+// the cache.
 void append_kv(const FwdParams& p) {
   const size_t es = dtype_size(p.dtype), row = size_t(p.head_dim) * es;
   const int64_t n = p.batch * p.seqlens_k_add;
@@ -136,7 +167,8 @@ void append_kv(const FwdParams& p) {
       const int64_t page = p.block_table[b * p.block_table_stride + t / p.page_size];
       return page * st.batch + (t % p.page_size) * st.seq + hk * st.head;
     }
-    return b * st.batch + t * st.seq + hk * st.head;
+    const int64_t e = p.kv_batch_idx ? p.kv_batch_idx[b] : b;
+    return e * st.batch + t * st.seq + hk * st.head;
   };
 #pragma omp parallel for schedule(static) num_threads(thread_count(n))
   for (int64_t x = 0; x < n; ++x) {
@@ -146,8 +178,29 @@ void append_kv(const FwdParams& p) {
                        (b * p.knew_str.batch + s * p.knew_str.seq + hk * p.knew_str.head) * es;
       const auto* vn = static_cast<const char*>(p.v_new) +
                        (b * p.vnew_str.batch + s * p.vnew_str.seq + hk * p.vnew_str.head) * es;
-      std::memcpy(static_cast<char*>(const_cast<void*>(p.k)) + cache_off(p.k_str, b, t, hk) * es, kn, row);
+      char* kc = static_cast<char*>(const_cast<void*>(p.k)) + cache_off(p.k_str, b, t, hk) * es;
+      if (p.rotary_cos) rotate_row(p, kn, kc, t);
+      else std::memcpy(kc, kn, row);
       std::memcpy(static_cast<char*>(const_cast<void*>(p.v)) + cache_off(p.v_str, b, t, hk) * es, vn, row);
+    }
+  }
+}
+
+// KV-cache rotary embedding of q: a contiguous [B, Sq, Hq, D] copy.
+size_t rotary_q_bytes(const FwdParams& p) {
+  return p.rotary_cos ? size_t(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * dtype_size(p.dtype) : 0;
+}
+void rotate_q(const FwdParams& p, void* dst) {
+  const size_t es = dtype_size(p.dtype);
+  const bool per_row = rotary_q_per_row(p);
+  const int64_t n = p.batch * p.seqlen_q;
+#pragma omp parallel for schedule(static) num_threads(thread_count(n))
+  for (int64_t x = 0; x < n; ++x) {
+    const int64_t b = x / p.seqlen_q, i = x % p.seqlen_q;
+    const int64_t pos = rotary_q_position(per_row, p.seqlens_k[b], i);
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const auto* src = static_cast<const char*>(p.q) + (b * p.q_str.batch + i * p.q_str.seq + h * p.q_str.head) * es;
+      rotate_row(p, src, static_cast<char*>(dst) + size_t((x * p.heads_q + h) * p.head_dim) * es, pos);
     }
   }
 }
@@ -161,7 +214,7 @@ size_t forward_workspace_bytes(const FwdParams& p) noexcept {
   const KernelTable& k = select();
   const int64_t tasks = k.forward_tasks(p);
   if (tasks == 0) return 0;
-  return k.forward_workspace_floats(p, thread_count(tasks)) * sizeof(float);
+  return rotary_q_bytes(p) + k.forward_workspace_floats(p, thread_count(tasks)) * sizeof(float);
 }
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {
@@ -186,9 +239,19 @@ Status forward(const FwdParams& p) noexcept {
     if (tasks == 0) return Status::Ok();
     const int nt = thread_count(tasks);
     const size_t bytes = k.forward_workspace_floats(p, nt) * sizeof(float);
-    Scratch ws(bytes);
+    const size_t q_bytes = rotary_q_bytes(p);
+    Scratch ws(bytes), q_rot(q_bytes);
     if (bytes && !ws.data) return no_memory(bytes);
-    k.forward(p, ws.data, nt);
+    if (q_bytes && !q_rot.data) return no_memory(q_bytes);
+    if (q_bytes == 0) {
+      k.forward(p, ws.data, nt);
+      return Status::Ok();
+    }
+    rotate_q(p, q_rot.data);
+    FwdParams pr = p;
+    pr.q = q_rot.data;
+    pr.q_str = {p.seqlen_q * p.heads_q * p.head_dim, p.heads_q * p.head_dim, p.head_dim};
+    k.forward(pr, ws.data, nt);
     return Status::Ok();
   } catch (const std::bad_alloc&) {
     return Status::Error(ErrorCode::Internal, "cpu backend: out of memory");

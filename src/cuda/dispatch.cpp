@@ -349,6 +349,10 @@ Status forward(const FwdParams& p) noexcept {
       s = check_alignment("k_new", p.k_new, p.knew_str, p.batch, p.seqlens_k_add, p.heads_kv);
       if (s.ok()) s = check_alignment("v_new", p.v_new, p.vnew_str, p.batch, p.seqlens_k_add, p.heads_kv);
     }
+    // The append kernel rotates whole 16-byte chunks (sm80/append_kernel.cuh).
+    if (s.ok() && p.rotary_cos != nullptr && p.rotary_dim % 16 != 0)
+      s = unsupported("rotary_dim " + std::to_string(p.rotary_dim) + ": the CUDA backend rotates multiples of 16 "
+                      "(rotary_cos / rotary_sin of shape [seqlen_ro, rotary_dim / 2])");
     if (!s.ok()) return s;
     DeviceGuard guard;
     s = guard.enter(p.device_index);
@@ -455,8 +459,8 @@ size_t forward_workspace_bytes(const FwdParams& p) noexcept {
   const int tile = sm80::tile_head_dim(p.head_dim);
   if (tile == 0) return 0;
   // Every head dim's forward uses the same tile rows and key-tile width.
-  return sm80::fwd_plan(p, sm80::sm_count(p.device_index), sm80::FwdCfg<128>::BM, sm80::FwdCfg<128>::BN)
-      .workspace_bytes;
+  return sm80::fwd_workspace_total(
+      p, sm80::fwd_plan(p, sm80::sm_count(p.device_index), sm80::FwdCfg<128>::BM, sm80::FwdCfg<128>::BN));
 }
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {

@@ -9,6 +9,7 @@
 #include "reference/naive_same_dtype.hpp"
 #include "reference/reference.hpp"
 #include "support/check.hpp"
+#include "support/half.hpp"
 #include "support/harness.hpp"
 #include "support/rng.hpp"
 
@@ -282,20 +283,52 @@ std::string KvCase::name() const {
   if (page_size) s << "_page" << page_size;
   if (causal) s << "_causal";
   if (num_splits) s << "_split" << num_splits;
+  if (rotary_dim) s << "_rope" << rotary_dim << (rotary_interleaved ? "i" : "");
+  if (!leftpad.empty()) s << "_leftpad" << lens_str(leftpad);
+  if (extra_entries >= 0) s << "_idx" << extra_entries;
   return s.str();
 }
+
+namespace {
+// Rotation of one row of d elements at position pos (fp64; the rule of
+// flashattn.hpp's KvCacheArgs): element j < rd pairs with j ^ 1 (interleaved)
+// or j +- rd / 2, at frequency column j / 2 or j mod rd / 2. Also returns, per
+// element, |x c| + |x' s| (the size of the terms an fp32 rotation rounds).
+std::vector<double> rotate(const double* x, int64_t d, int64_t rd, bool inter, const double* cs, const double* sn,
+                           std::vector<double>* terms) {
+  std::vector<double> y(x, x + d);
+  terms->assign(static_cast<size_t>(d), 0.0);
+  for (int64_t j = 0; j < rd; ++j) {
+    int64_t f, partner;
+    double sign;
+    if (inter) {
+      f = j / 2;
+      partner = j % 2 ? j - 1 : j + 1;
+      sign = j % 2 ? 1.0 : -1.0;
+    } else {
+      f = j % (rd / 2);
+      partner = j < rd / 2 ? j + rd / 2 : j - rd / 2;
+      sign = j < rd / 2 ? -1.0 : 1.0;
+    }
+    y[j] = x[j] * cs[f] + sign * x[partner] * sn[f];
+    (*terms)[j] = std::abs(x[j] * cs[f]) + std::abs(x[partner] * sn[f]);
+  }
+  return y;
+}
+}  // namespace
 void PrintTo(const KvCase& c, std::ostream* os) { *os << c.name(); }
 
 void check_kvcache(Device dev, const KvCase& c) {
   if (!device_usable(dev)) GTEST_SKIP() << "no usable " << device_name(dev) << " device";
   const int64_t B = static_cast<int64_t>(c.cache_lens.size()), D = c.head_dim, Hkv = c.heads_kv;
   const int64_t hdk = Hkv * D, hdq = c.heads_q * D;
-  const bool paged = c.page_size > 0;
+  const bool paged = c.page_size > 0, by_idx = c.extra_entries >= 0, rope = c.rotary_dim > 0;
   const int64_t max_pages = paged ? (c.capacity + c.page_size - 1) / c.page_size : 0;
   const int64_t capacity = paged ? max_pages * c.page_size : c.capacity;
+  std::mt19937_64 gen(next_seed());
 
   // Cache storage and, per sequence, the storage row of each logical token.
-  Tensor kc, vc, table;
+  Tensor kc, vc, table, idx;
   std::vector<std::vector<int64_t>> where(static_cast<size_t>(B));  // row index into kc's [rows, Hkv, D]
   if (paged) {
     const int64_t num_pages = B * max_pages + 3;  // a few pages nobody uses
@@ -303,7 +336,6 @@ void check_kvcache(Device dev, const KvCase& c) {
     vc = make_contiguous(dev, c.dtype, {num_pages, c.page_size, Hkv, D});
     std::vector<int32_t> perm(static_cast<size_t>(num_pages));
     std::iota(perm.begin(), perm.end(), 0);
-    std::mt19937_64 gen(next_seed());
     std::shuffle(perm.begin(), perm.end(), gen);
     std::vector<int32_t> bt(static_cast<size_t>(B * max_pages));
     for (size_t i = 0; i < bt.size(); ++i) bt[i] = perm[i];
@@ -312,17 +344,25 @@ void check_kvcache(Device dev, const KvCase& c) {
       for (int64_t t = 0; t < capacity; ++t)
         where[b].push_back(bt[b * max_pages + t / c.page_size] * c.page_size + t % c.page_size);
   } else {
-    kc = make_contiguous(dev, c.dtype, {B, capacity, Hkv, D});
-    vc = make_contiguous(dev, c.dtype, {B, capacity, Hkv, D});
+    // With cache_batch_idx: sequence b owns a shuffled entry of B + extra.
+    const int64_t entries = by_idx ? B + c.extra_entries : B;
+    kc = make_contiguous(dev, c.dtype, {entries, capacity, Hkv, D});
+    vc = make_contiguous(dev, c.dtype, {entries, capacity, Hkv, D});
+    std::vector<int32_t> entry(static_cast<size_t>(entries));
+    std::iota(entry.begin(), entry.end(), 0);
+    if (by_idx) {
+      std::shuffle(entry.begin(), entry.end(), gen);
+      idx = make_i32(dev, std::vector<int32_t>(entry.begin(), entry.begin() + B), {B});
+    }
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t t = 0; t < capacity; ++t) where[b].push_back(b * capacity + t);
+      for (int64_t t = 0; t < capacity; ++t) where[b].push_back(entry[size_t(b)] * capacity + t);
   }
   const std::vector<double> k0 = fill_randn(kc), v0 = fill_randn(vc);
   Tensor q = make_bshd(dev, c.dtype, Layout::BSHD, B, c.seqlen_q, c.heads_q, D);
-  const std::vector<double> qd = fill_randn(q);
+  std::vector<double> qd = fill_randn(q);
   Tensor kn, vn;
   std::vector<double> knd, vnd;
-  if (c.s_new) {
+  if (c.s_new || rope) {
     kn = make_bshd(dev, c.dtype, Layout::BSHD, B, c.s_new, Hkv, D);
     vn = make_bshd(dev, c.dtype, Layout::BSHD, B, c.s_new, Hkv, D);
     knd = fill_randn(kn);
@@ -330,6 +370,32 @@ void check_kvcache(Device dev, const KvCase& c) {
   }
   std::vector<int32_t> lens32(c.cache_lens.begin(), c.cache_lens.end());
   Tensor lens = make_i32(dev, lens32, {B});
+  Tensor left;
+  std::vector<int64_t> lp(static_cast<size_t>(B), 0);
+  if (!c.leftpad.empty()) {
+    lp = c.leftpad;
+    left = make_i32(dev, std::vector<int32_t>(lp.begin(), lp.end()), {B});
+  }
+  // Rotary tables: position x frequency angles of a 10000-base RoPE, rounded
+  // to the dtype (the library and the reference read the same values).
+  Tensor cos_t, sin_t;
+  std::vector<double> cosd, sind;
+  const int64_t ro_len = capacity + c.seqlen_q, rh = c.rotary_dim / 2;
+  if (rope) {
+    cos_t = make_contiguous(dev, c.dtype, {ro_len, rh});
+    sin_t = make_contiguous(dev, c.dtype, {ro_len, rh});
+    std::vector<double> cv(static_cast<size_t>(ro_len * rh)), sv(cv.size());
+    for (int64_t t = 0; t < ro_len; ++t)
+      for (int64_t f = 0; f < rh; ++f) {
+        const double ang = static_cast<double>(t) * std::pow(10000.0, -2.0 * f / c.rotary_dim);
+        cv[size_t(t * rh + f)] = std::cos(ang);
+        sv[size_t(t * rh + f)] = std::sin(ang);
+      }
+    cos_t.write(cv);
+    sin_t.write(sv);
+    cosd = cos_t.read();
+    sind = sin_t.read();
+  }
   Tensor out = make_bshd(dev, c.dtype, Layout::BSHD, B, c.seqlen_q, c.heads_q, D);
   Tensor lse = make_lse(dev, B, c.heads_q, c.seqlen_q);
 
@@ -339,9 +405,16 @@ void check_kvcache(Device dev, const KvCase& c) {
   a.v_cache = vc.view();
   a.cache_seqlens = lens.view();
   if (paged) a.block_table = table.view();
-  if (c.s_new) {
+  if (c.s_new || rope) {
     a.k_new = kn.view();
     a.v_new = vn.view();
+  }
+  if (by_idx) a.cache_batch_idx = idx.view();
+  if (left.buf) a.cache_leftpad = left.view();
+  if (rope) {
+    a.rotary_cos = cos_t.view();
+    a.rotary_sin = sin_t.view();
+    a.rotary_interleaved = c.rotary_interleaved;
   }
   a.out = out.view();
   a.lse = lse.view();
@@ -349,34 +422,75 @@ void check_kvcache(Device dev, const KvCase& c) {
   a.num_splits = c.num_splits;
   std::vector<const Tensor*> inputs{&q, &lens};
   if (paged) inputs.push_back(&table);
-  if (c.s_new) {
+  if (c.s_new || rope) {
     inputs.push_back(&kn);
     inputs.push_back(&vn);
   }
+  for (const Tensor* t : {&idx, &left, &cos_t, &sin_t})
+    if (t->buf) inputs.push_back(t);
   CallGuard guard(inputs, {&out, &lse});
   const flashattn::Status st = flashattn::forward_kvcache(a);
   if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported: " << st.message;
   ASSERT_TRUE(st.ok()) << "forward_kvcache failed: " << st.message;
   EXPECT_TRUE(guard.wrote_exactly_outputs());
 
-  // The cache after the call: the old contents with the new rows in place.
-  std::vector<double> k1 = k0, v1 = v0;
+  // The cache after the call: the old contents with the new rows in place
+  // (k rotated at its position when rope). An fp32 rotation may land an ulp
+  // from the fp64 one, or a few fp32 ulps of its terms where they cancel.
+  std::vector<double> k1 = k0, v1 = v0, k_tol(k0.size(), 0.0), terms;
+  const double eps32 = std::ldexp(1.0, -23);
+  const int mant = c.dtype == DType::F32 ? 23 : c.dtype == DType::F16 ? 10 : 7;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < c.s_new; ++s) {
-      const int64_t row = where[b][c.cache_lens[b] + s];
-      for (int64_t x = 0; x < hdk; ++x) {
-        k1[row * hdk + x] = knd[(b * c.s_new + s) * hdk + x];
-        v1[row * hdk + x] = vnd[(b * c.s_new + s) * hdk + x];
+      const int64_t row = where[b][c.cache_lens[b] + s], pos = c.cache_lens[b] + s;
+      for (int64_t h = 0; h < Hkv; ++h) {
+        const double* src = &knd[size_t(((b * c.s_new + s) * Hkv + h) * D)];
+        std::vector<double> kr(src, src + D);
+        if (rope) kr = rotate(src, D, c.rotary_dim, c.rotary_interleaved, &cosd[size_t(pos * rh)],
+                              &sind[size_t(pos * rh)], &terms);
+        for (int64_t e = 0; e < D; ++e) {
+          const size_t at = size_t(row * hdk + h * D + e);
+          k1[at] = round_to(c.dtype, static_cast<float>(kr[size_t(e)]));
+          if (rope && e < c.rotary_dim) {
+            const double mag = std::max(std::abs(k1[at]), std::ldexp(1.0, -14));
+            k_tol[at] = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(mag))) - mant) +
+                        4 * eps32 * terms[size_t(e)];
+          }
+        }
       }
+      for (int64_t x = 0; x < hdk; ++x) v1[row * hdk + x] = vnd[(b * c.s_new + s) * hdk + x];
     }
-  EXPECT_TRUE(kc.read() == k1) << "k_cache after the call differs from old cache + k_new";
+  const std::vector<double> k_after = kc.read();
+  int64_t k_bad = 0, first = -1;
+  for (size_t x = 0; x < k1.size(); ++x)
+    if (!(std::abs(k_after[x] - k1[x]) <= k_tol[x])) {
+      if (first < 0) first = static_cast<int64_t>(x);
+      ++k_bad;
+    }
+  EXPECT_EQ(k_bad, 0) << "k_cache after the call differs from old cache + k_new (rotated when rope) at "
+                      << k_bad << " elements; first at " << first << ": " << (first >= 0 ? k_after[first] : 0)
+                      << " vs " << (first >= 0 ? k1[first] : 0);
   EXPECT_TRUE(vc.read() == v1) << "v_cache after the call differs from old cache + v_new";
+
+  // q as the attention sees it: rotated at cache_seqlens[b] (+ i when causal).
+  if (rope) {
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < c.seqlen_q; ++i) {
+        const int64_t pos = c.cache_lens[b] + (c.causal ? i : 0);
+        for (int64_t h = 0; h < c.heads_q; ++h) {
+          double* row = &qd[size_t(((b * c.seqlen_q + i) * c.heads_q + h) * D)];
+          const std::vector<double> r = rotate(row, D, c.rotary_dim, c.rotary_interleaved, &cosd[size_t(pos * rh)],
+                                               &sind[size_t(pos * rh)], &terms);
+          for (int64_t e = 0; e < D; ++e) row[e] = round_to(c.dtype, static_cast<float>(r[size_t(e)]));
+        }
+      }
+  }
 
   std::vector<double> eo(qd.size()), no(qd.size()), el(static_cast<size_t>(B * c.heads_q * c.seqlen_q)),
       nl(el.size());
   int64_t max_len = 1;
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t lk = c.cache_lens[b] + c.s_new;
+    const int64_t lk = c.cache_lens[b] + c.s_new - lp[size_t(b)];
     max_len = std::max(max_len, lk);
     VarlenCase vc1;
     vc1.heads_q = c.heads_q;
@@ -384,7 +498,7 @@ void check_kvcache(Device dev, const KvCase& c) {
     vc1.head_dim = D;
     vc1.causal = c.causal;
     SeqProblem s{problem_of(vc1, c.seqlen_q, lk), rows(qd, b * c.seqlen_q, c.seqlen_q, hdq), {}, {}, {}};
-    for (int64_t t = 0; t < lk; ++t) {
+    for (int64_t t = lp[size_t(b)]; t < c.cache_lens[b] + c.s_new; ++t) {
       const int64_t row = where[b][t];
       s.k.insert(s.k.end(), k1.begin() + row * hdk, k1.begin() + (row + 1) * hdk);
       s.v.insert(s.v.end(), v1.begin() + row * hdk, v1.begin() + (row + 1) * hdk);

@@ -54,14 +54,23 @@ struct KvCase {
   int64_t page_size = 0;            // 0 = contiguous [B, capacity, Hkv, D] cache
   bool causal = false;
   int32_t num_splits = 0;
+  // flash-attn's optional KV-cache inputs (KvCacheArgs):
+  int64_t rotary_dim = 0;         // > 0: rotary_cos / rotary_sin [capacity + seqlen_q, rotary_dim / 2]
+  bool rotary_interleaved = false;
+  std::vector<int64_t> leftpad;   // non-empty: cache_leftpad, per sequence (<= cache_lens)
+  int64_t extra_entries = -1;     // >= 0: cache_batch_idx over a shuffled cache of B + this many entries
   std::string name() const;
 };
 void PrintTo(const KvCase& c, std::ostream* os);
 
 // Runs forward_kvcache on fresh data and checks: the output and LSE against
-// the reference over each sequence's keys (old cache + new tokens), every
-// cache row not appended to unchanged, the appended rows equal to k_new/v_new
-// exactly, q/k_new/v_new/index tensors untouched.
+// the reference over each sequence's keys (old cache + new tokens, from its
+// leftpad row on), every cache row not appended to unchanged, the appended
+// rows equal to k_new/v_new exactly (k_new rotated, with rotary: within an
+// ulp of the fp64 rotation), q/k_new/v_new/index/rotary tensors untouched.
+// With rotary the reference attends with q and k rotated in fp64 and rounded
+// to the dtype (the test's own rotation: the rule written out, not the
+// library's common/rotary.hpp).
 void check_kvcache(Device dev, const KvCase& c);
 
 }  // namespace fa_test

@@ -16,6 +16,8 @@ struct FwdSeqArgs : FwdArgs {
   const int32_t* cu_k = nullptr;       // varlen: row offsets of k / v
   const int32_t* seqlens_k = nullptr;  // KV cache: keys = seqlens_k[b] + seqlens_k_add
   int seqlens_k_add = 0;
+  const int32_t* kv_batch_idx = nullptr;  // KV cache: K/V batch entry of sequence b (else b)
+  const int32_t* leftpad_k = nullptr;     // KV cache: first key row of sequence b (else 0)
   const int32_t* block_table = nullptr;  // paged K/V (k.sb / v.sb are page strides)
   int64_t bt_stride = 0;
   int page_size = 0;
@@ -37,6 +39,8 @@ struct FwdSeqArgs : FwdArgs {
     cu_k = p.cu_seqlens_k;
     seqlens_k = p.seqlens_k;
     seqlens_k_add = static_cast<int>(p.seqlens_k_add);
+    kv_batch_idx = p.kv_batch_idx;
+    leftpad_k = p.leftpad_k;
     block_table = p.block_table;
     bt_stride = p.block_table_stride;
     page_size = static_cast<int>(p.page_size);

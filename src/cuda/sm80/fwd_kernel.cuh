@@ -128,7 +128,14 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
     k_off = a.cu_k[b];
     len_k = a.cu_k[b + 1] - a.cu_k[b];
   }
-  if (a.seqlens_k != nullptr) len_k = a.seqlens_k[b] + a.seqlens_k_add;
+  int kv_b = b;  // K/V's batch entry (cache_batch_idx)
+  if (a.seqlens_k != nullptr) {
+    // KV cache: the sequence's keys are cache rows [leftpad, seqlens_k + add).
+    const int left = a.leftpad_k != nullptr ? a.leftpad_k[b] : 0;
+    len_k = a.seqlens_k[b] + a.seqlens_k_add - left;
+    k_off = left;
+    if (a.kv_batch_idx != nullptr) kv_b = a.kv_batch_idx[b];
+  }
   WindowMask mask = a.mask;
   mask.offset = len_k - len_q;
   mask.seqlen_k = len_k;
@@ -151,8 +158,8 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   auto qrow = [&](int r) { return (r0 + r) / pack; };
   auto qhead = [&](int r) { return pack > 1 ? hk * pack + (r0 + r) % pack : hy; };
   const T* gQ = qbase + b * a.q.sb + (q_off + r0) * a.q.ss + static_cast<int64_t>(hy) * a.q.sh;
-  const T* gK = kbase + b * a.k.sb + k_off * a.k.ss + hk * a.k.sh;
-  const T* gV = vbase + b * a.v.sb + k_off * a.v.ss + hk * a.v.sh;
+  const T* gK = kbase + kv_b * a.k.sb + k_off * a.k.ss + hk * a.k.sh;
+  const T* gV = vbase + kv_b * a.v.sb + k_off * a.v.ss + hk * a.v.sh;
   const int32_t* table = !PLAIN && a.block_table != nullptr ? a.block_table + b * a.bt_stride : nullptr;
   // Paged: key row c lives in page table[c / page_size] (k.sb is the page stride).
   auto load_kv = [&](T* s, const T* base, const T* g, const Tensor4& t, int c0) {

@@ -116,6 +116,18 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
   return f;
 }
 
+// KV-cache rotary embedding: the append launch writes q's rotated copy
+// (contiguous [B, Sq, Hq, D], 16-bit) after the split buffers.
+inline size_t rotary_q_offset(const FwdPlan& f) { return (f.workspace_bytes + 255) / 256 * 256; }
+inline size_t rotary_q_bytes(const FwdParams& p) {
+  return p.rotary_cos != nullptr ? static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2 : 0;
+}
+// Everything the sm80 forward needs from the workspace.
+inline size_t fwd_workspace_total(const FwdParams& p, const FwdPlan& f) {
+  const size_t rot = rotary_q_bytes(p);
+  return rot ? rotary_q_offset(f) + rot : f.workspace_bytes;
+}
+
 // The plan runs fwd_kernel's PLAIN instantiation: 128-row tiles, one head
 // per tile, one piece per row, and nothing the plain prefill does not need.
 inline bool fwd_is_plain(const FwdParams& p, const FwdPlan& f) {

@@ -14,8 +14,10 @@
 
 namespace flashattn::detail::cuda::sm80 {
 
-inline Status launch_append(const FwdParams& p, cudaStream_t stream) {
-  AppendArgs a;
+// Appends k_new / v_new and, with rotary, writes q's rotated copy to q_out.
+template <class T>
+Status launch_append(const FwdParams& p, void* q_out, cudaStream_t stream) {
+  AppendArgs a{};
   a.k_new = static_cast<const uint4*>(p.k_new);
   a.v_new = static_cast<const uint4*>(p.v_new);
   a.k_cache = static_cast<uint4*>(const_cast<void*>(p.k));
@@ -25,6 +27,7 @@ inline Status launch_append(const FwdParams& p, cudaStream_t stream) {
   a.kc = p.k_str;
   a.vc = p.v_str;
   a.seqlens = p.seqlens_k;
+  a.kv_batch_idx = p.kv_batch_idx;
   a.block_table = p.block_table;
   a.bt_stride = p.block_table_stride;
   a.page_size = static_cast<int>(p.page_size);
@@ -32,8 +35,24 @@ inline Status launch_append(const FwdParams& p, cudaStream_t stream) {
   a.s_new = static_cast<int>(p.seqlens_k_add);
   a.heads_kv = static_cast<int>(p.heads_kv);
   a.chunks = static_cast<int>(p.head_dim / 8);
-  const int64_t total = p.batch * p.seqlens_k_add * p.heads_kv * a.chunks;
-  append_kv_kernel<><<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(a);
+  int64_t total = p.batch * p.seqlens_k_add * p.heads_kv * a.chunks;
+  if (p.rotary_cos != nullptr) {
+    a.cos = p.rotary_cos;
+    a.sin = p.rotary_sin;
+    a.cos_stride = p.rotary_cos_stride;
+    a.sin_stride = p.rotary_sin_stride;
+    a.rot_dim = static_cast<int>(p.rotary_dim);
+    a.interleaved = p.rotary_interleaved;
+    a.q_per_row = rotary_q_per_row(p);
+    a.q = static_cast<const uint4*>(p.q);
+    a.q_out = static_cast<uint4*>(q_out);
+    a.qs = p.q_str;
+    a.s_q = static_cast<int>(p.seqlen_q);
+    a.heads_q = static_cast<int>(p.heads_q);
+    total += p.batch * p.seqlen_q * p.heads_q * a.chunks;
+  }
+  if (total == 0) return Status::Ok();
+  append_kv_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(a);
   FA_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
@@ -43,12 +62,20 @@ Status run_fwd(const FwdParams& p, void* workspace) {
   using T = typename ElemType<E>::type;
   using Cfg = FwdCfg<D>;
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  if (p.k_new != nullptr && p.seqlens_k_add > 0 && p.batch > 0 && p.heads_kv > 0) {
-    if (Status s = launch_append(p, stream); !s.ok()) return s;
+  const bool empty = p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0;
+  const FwdPlan plan = empty ? FwdPlan{} : fwd_plan(p, sm_count(p.device_index), Cfg::BM, Cfg::BN);
+  // KV-cache rotary: the attention reads q's rotated copy (fwd_plan.hpp).
+  void* q_rot = rotary_q_bytes(p) ? static_cast<char*>(workspace) + rotary_q_offset(plan) : nullptr;
+  if (p.k_new != nullptr && p.batch > 0 && p.heads_kv > 0) {
+    if (Status s = launch_append<T>(p, q_rot, stream); !s.ok()) return s;
   }
-  if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0) return Status::Ok();
-  const FwdPlan plan = fwd_plan(p, sm_count(p.device_index), Cfg::BM, Cfg::BN);
-  FwdSeqArgs args(p);
+  if (empty) return Status::Ok();
+  FwdParams pr = p;
+  if (q_rot != nullptr) {
+    pr.q = q_rot;
+    pr.q_str = {p.seqlen_q * p.heads_q * p.head_dim, p.heads_q * p.head_dim, p.head_dim};
+  }
+  FwdSeqArgs args(pr);
   args.pack = plan.pack;
   args.nsplit = plan.nsplit;
   args.max_q = static_cast<int>(p.seqlen_q);
