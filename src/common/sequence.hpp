@@ -31,9 +31,10 @@ inline SeqLens seq_lens(const AttnParams& p, int64_t b) {
     s.len_k = p.cu_seqlens_k[b + 1] - s.k_off;
   }
   s.kv_b = p.kv_batch_idx ? p.kv_batch_idx[b] : b;
-  if (p.seqlens_k) {
-    s.k_off = p.leftpad_k ? p.leftpad_k[b] : 0;
-    s.len_k = p.seqlens_k[b] + p.seqlens_k_add - s.k_off;
+  if (p.seqlens_k) {  // a KV cache: rows [leftpad, seqlens_k + appended) of entry kv_b
+    const int64_t pad = p.leftpad_k ? p.leftpad_k[b] : 0;
+    s.k_off += pad;
+    s.len_k = p.seqlens_k[b] + p.seqlens_k_add - pad;
   }
   return s;
 }
