@@ -19,6 +19,7 @@
 #include "sm80/kernel_traits.hpp"
 #include "sm80/fwd_plan.hpp"
 #include "common/sequence.hpp"
+#include "f32/launch_f32.hpp"
 #include "sm80/launch.hpp"
 #ifdef FLASHATTN_WITH_SM90
 #include "sm90/sm90_forward.hpp"
@@ -68,12 +69,36 @@ using BwdFn = Status (*)(const BwdParams&, void*);
     dq_smem = sm80::DqCfg<D>::smem();                                                    \
     return true;
 
+// fp32 runs on its own kernels (src/cuda/f32: CUDA cores, exact fp32) at
+// tile head dims 64, 128 and 256, always built.
+#define FA_F32_CASE(D)                  \
+  case D:                               \
+    fwd = &f32::run_fwd<D>;             \
+    bwd = &f32::run_bwd<D>;             \
+    fwd_smem = f32::fwd_smem(D);        \
+    bwd_smem = f32::bwd_smem(D);        \
+    return true;
+
+// The tile head dim a (dtype, head dim) runs on.
+int tile_for(DType dtype, int64_t head_dim) {
+  return dtype == DType::F32 ? f32::tile_head_dim(head_dim) : sm80::tile_head_dim(head_dim);
+}
+
 // The kernels a (dtype, tile head dim) runs on; false when not built.
 struct Kernels {
   FwdFn fwd = nullptr;
   BwdFn bwd = nullptr;
   size_t fwd_smem = 0, bwd_smem = 0, dq_smem = 0;
   bool find(DType dtype, int tile) {
+    if (dtype == DType::F32) {
+      switch (tile) {
+        FA_F32_CASE(64)
+        FA_F32_CASE(128)
+        FA_F32_CASE(256)
+        default:
+          return false;
+      }
+    }
     const bool bf16 = dtype == DType::BF16;
     switch (tile) {
 #ifdef FLASHATTN_CUDA_HDIM_64
@@ -97,12 +122,13 @@ struct Kernels {
   }
 };
 #undef FA_HDIM_CASE
+#undef FA_F32_CASE
 
 // 16-byte vector loads and cp.async need the base pointer and every stride
 // that is actually stepped (dimension of size > 1) to be 16-byte multiples.
 Status check_alignment(const char* name, const void* ptr, const Strides& s, int64_t batch, int64_t seqlen,
-                       int64_t heads) {
-  constexpr int64_t kElems = 16 / 2;  // 16 bytes of fp16/bf16
+                       int64_t heads, DType dtype) {
+  const int64_t kElems = dtype == DType::F32 ? 4 : 8;  // elements in 16 bytes
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
     return invalid(std::string(name) + " must be 16-byte aligned (its data pointer is not)");
   struct {
@@ -112,7 +138,7 @@ Status check_alignment(const char* name, const void* ptr, const Strides& s, int6
   for (const auto& d : dims) {
     if (d.extent > 1 && d.stride % kElems != 0)
       return invalid(std::string(name) + " " + d.what + " stride " + std::to_string(d.stride) +
-                     " elements: must be a multiple of 8 elements (16 bytes)");
+                     " elements: must be a multiple of " + std::to_string(kElems) + " elements (16 bytes)");
   }
   return Status::Ok();
 }
@@ -154,12 +180,10 @@ Status check_device(int device, size_t smem_needed, const char* what) {
 
 // Checks that need no device; fills `k` with the kernels to run.
 Status check_params(const AttnParams& p, Kernels& k) {
-  if (p.dtype == DType::F32)
-    return Status::Error(ErrorCode::Unsupported, "CUDA backend supports fp16 and bf16 (got fp32)");
-  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("unknown dtype");
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16 && p.dtype != DType::F32) return unsupported("unknown dtype");
   if (p.head_dim <= 0 || p.head_dim % 8 != 0 || p.head_dim > 256)
     return unsupported("head_dim " + std::to_string(p.head_dim) + ": supported are multiples of 8 up to 256");
-  const int tile = sm80::tile_head_dim(p.head_dim);
+  const int tile = tile_for(p.dtype, p.head_dim);
   if (!k.find(p.dtype, tile))
     return unsupported("head_dim " + std::to_string(p.head_dim) + " runs on the head-dim-" + std::to_string(tile) +
                        " kernels, which this build left out (FLASHATTN_HDIMS; built:" + built_hdims() + ")");
@@ -171,9 +195,9 @@ Status check_params(const AttnParams& p, Kernels& k) {
     return unsupported("batch and heads must be at most 65535");
   constexpr int64_t kMaxSeq = (int64_t{1} << 31) - 1024;
   if (p.seqlen_q > kMaxSeq || p.seqlen_k > kMaxSeq) return unsupported("sequence lengths must be below 2^31 - 1024");
-  Status s = check_alignment("q", p.q, p.q_str, p.batch, p.seqlen_q, p.heads_q);
-  if (s.ok()) s = check_alignment("k", p.k, p.k_str, p.batch, p.seqlen_k, p.heads_kv);
-  if (s.ok()) s = check_alignment("v", p.v, p.v_str, p.batch, p.seqlen_k, p.heads_kv);
+  Status s = check_alignment("q", p.q, p.q_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("k", p.k, p.k_str, p.batch, p.seqlen_k, p.heads_kv, p.dtype);
+  if (s.ok()) s = check_alignment("v", p.v, p.v_str, p.batch, p.seqlen_k, p.heads_kv, p.dtype);
   return s;
 }
 
@@ -344,10 +368,20 @@ Status forward(const FwdParams& p) noexcept {
     Kernels k;
     Status s = check_params(p, k);
     if (!s.ok()) return s;
-    s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q);
+    s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
     if (s.ok() && p.k_new != nullptr) {
-      s = check_alignment("k_new", p.k_new, p.knew_str, p.batch, p.seqlens_k_add, p.heads_kv);
-      if (s.ok()) s = check_alignment("v_new", p.v_new, p.vnew_str, p.batch, p.seqlens_k_add, p.heads_kv);
+      s = check_alignment("k_new", p.k_new, p.knew_str, p.batch, p.seqlens_k_add, p.heads_kv, p.dtype);
+      if (s.ok()) s = check_alignment("v_new", p.v_new, p.vnew_str, p.batch, p.seqlens_k_add, p.heads_kv, p.dtype);
+    }
+    // Varlen: the kernels step the packed rows of every sequence, so the row
+    // strides must allow 16-byte loads whenever a packed tensor holds two rows
+    // (backward_varlen says more).
+    if (s.ok() && p.varlen()) {
+      const int64_t rows_q = std::max(p.seqlen_q, p.total_q), rows_k = std::max(p.seqlen_k, p.batch);
+      s = check_alignment("q", p.q, p.q_str, p.batch, rows_q, p.heads_q, p.dtype);
+      if (s.ok()) s = check_alignment("out", p.out, p.o_str, p.batch, rows_q, p.heads_q, p.dtype);
+      if (s.ok()) s = check_alignment("k", p.k, p.k_str, p.batch, rows_k, p.heads_kv, p.dtype);
+      if (s.ok()) s = check_alignment("v", p.v, p.v_str, p.batch, rows_k, p.heads_kv, p.dtype);
     }
     // The append kernel rotates whole 16-byte chunks (sm80/append_kernel.cuh).
     if (s.ok() && p.rotary_cos != nullptr && p.rotary_dim % 16 != 0)
@@ -358,7 +392,7 @@ Status forward(const FwdParams& p) noexcept {
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90
-    if (use_sm90(p)) return run_sm90_forward(p);
+    if (p.dtype != DType::F32 && use_sm90(p)) return run_sm90_forward(p);
 #endif
     s = check_device(p.device_index, k.fwd_smem, "the forward");
     if (!s.ok()) return s;
@@ -376,17 +410,17 @@ Status backward_padded(const BwdParams& p) {
     Kernels k;
     Status s = check_params(p, k);
     if (!s.ok()) return s;
-    s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q);
-    if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, p.seqlen_q, p.heads_q);
-    if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, p.seqlen_q, p.heads_q);
-    if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, p.seqlen_k, p.heads_kv);
-    if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, p.seqlen_k, p.heads_kv);
+    s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
+    if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
+    if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
+    if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, p.seqlen_k, p.heads_kv, p.dtype);
+    if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, p.seqlen_k, p.heads_kv, p.dtype);
     if (!s.ok()) return s;
     DeviceGuard guard;
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90_BWD
-    if (use_sm90_bwd(p)) return run_sm90_backward(p);
+    if (p.dtype != DType::F32 && use_sm90_bwd(p)) return run_sm90_backward(p);
 #endif
     size_t smem = k.bwd_smem;
     if (p.deterministic && k.dq_smem > smem) smem = k.dq_smem;
@@ -408,36 +442,35 @@ Status backward_varlen(const BwdParams& p) {
   // Everything checkable up front, so that an unsupported call writes nothing.
   Kernels k;
   Status s = check_params(p, k);
-  if (s.ok()) s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q);
-  if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, p.seqlen_q, p.heads_q);
-  if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, p.seqlen_q, p.heads_q);
-  if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, p.seqlen_k, p.heads_kv);
-  if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, p.seqlen_k, p.heads_kv);
+  if (s.ok()) s = check_alignment("out", p.out, p.o_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, p.seqlen_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, p.seqlen_k, p.heads_kv, p.dtype);
+  if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, p.seqlen_k, p.heads_kv, p.dtype);
   // The kernels step the packed rows of every sequence, not only the rows of
   // the longest one: the row strides must allow 16-byte loads whenever the
   // packed tensor can hold two rows (a sequence's first row is at
   // cu_seqlens[b] * stride). q's side has total_q rows; k's side at least
   // max_seqlen_k, and up to one row per sequence when that is 1.
   const int64_t rows_q = std::max(p.seqlen_q, p.total_q), rows_k = std::max(p.seqlen_k, p.batch);
-  if (s.ok()) s = check_alignment("q", p.q, p.q_str, p.batch, rows_q, p.heads_q);
-  if (s.ok()) s = check_alignment("out", p.out, p.o_str, p.batch, rows_q, p.heads_q);
-  if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, rows_q, p.heads_q);
-  if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, rows_q, p.heads_q);
-  if (s.ok()) s = check_alignment("k", p.k, p.k_str, p.batch, rows_k, p.heads_kv);
-  if (s.ok()) s = check_alignment("v", p.v, p.v_str, p.batch, rows_k, p.heads_kv);
-  if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, rows_k, p.heads_kv);
-  if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, rows_k, p.heads_kv);
+  if (s.ok()) s = check_alignment("q", p.q, p.q_str, p.batch, rows_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("out", p.out, p.o_str, p.batch, rows_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("dout", p.dout, p.do_str, p.batch, rows_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("dq", p.dq, p.dq_str, p.batch, rows_q, p.heads_q, p.dtype);
+  if (s.ok()) s = check_alignment("k", p.k, p.k_str, p.batch, rows_k, p.heads_kv, p.dtype);
+  if (s.ok()) s = check_alignment("v", p.v, p.v_str, p.batch, rows_k, p.heads_kv, p.dtype);
+  if (s.ok()) s = check_alignment("dk", p.dk, p.dk_str, p.batch, rows_k, p.heads_kv, p.dtype);
+  if (s.ok()) s = check_alignment("dv", p.dv, p.dv_str, p.batch, rows_k, p.heads_kv, p.dtype);
   if (!s.ok()) return s;
   DeviceGuard guard;
   s = guard.enter(p.device_index);
   if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90_BWD
-  if (use_sm90_bwd(p)) return run_sm90_backward(p);
+  if (p.dtype != DType::F32 && use_sm90_bwd(p)) return run_sm90_backward(p);
 #endif
   s = check_device(p.device_index, std::max(k.bwd_smem, k.dq_smem), "the backward");
   if (!s.ok()) return s;
-  return with_workspace(p, sm80::bwd_workspace(p, sm80::tile_head_dim(p.head_dim)).total,
-                        [&](void* ws) { return k.bwd(p, ws); });
+  return with_workspace(p, backward_workspace_bytes(p), [&](void* ws) { return k.bwd(p, ws); });
 }
 
 }  // namespace
@@ -451,6 +484,7 @@ Status backward(const BwdParams& p) noexcept {
 }
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
+  if (p.dtype == DType::F32) return f32::fwd_workspace_bytes(p);
 #ifdef FLASHATTN_WITH_SM90
   if (p.dtype == DType::F8E4M3 || use_sm90(p)) return sm90::workspace_bytes(p);
 #endif
@@ -464,6 +498,7 @@ size_t forward_workspace_bytes(const FwdParams& p) noexcept {
 }
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {
+  if (p.dtype == DType::F32) return f32::bwd_workspace_bytes(p);
 #ifdef FLASHATTN_WITH_SM90_BWD
   if (use_sm90_bwd(p)) return sm90::bwd_workspace_bytes(p);
 #endif

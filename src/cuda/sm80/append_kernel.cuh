@@ -21,7 +21,7 @@ struct AppendArgs {
   const int32_t* kv_batch_idx;  // nullptr = entry b
   const int32_t* block_table;
   int64_t bt_stride;
-  int page_size, batch, s_new, heads_kv, chunks;  // chunks of 8 elements per row
+  int page_size, batch, s_new, heads_kv, chunks;  // 16-byte chunks per row (chunk_elems<T> elements each)
   // Rotary (rot_dim 0 = off; a multiple of 16, so that a chunk lies wholly
   // inside or outside the rotated dims and a GPT-NeoX partner is a whole chunk
   // away). q is [B, s_q, heads_q, D] with strides qs; q_out contiguous.
@@ -35,6 +35,10 @@ struct AppendArgs {
   int s_q, heads_q;
 };
 
+// Elements of T in a 16-byte chunk: 8 of fp16 / bf16, 4 of fp32.
+template <class T>
+constexpr int chunk_elems = 16 / static_cast<int>(sizeof(T));
+
 __device__ __forceinline__ int64_t append_cache_row(const AppendArgs& a, const Strides& st, int b, int t) {
   if (a.block_table != nullptr)
     return a.block_table[b * a.bt_stride + t / a.page_size] * st.batch + static_cast<int64_t>(t % a.page_size) * st.seq;
@@ -46,9 +50,10 @@ __device__ __forceinline__ int64_t append_cache_row(const AppendArgs& a, const S
 template <class T>
 __device__ __forceinline__ uint4 rotate_chunk(const AppendArgs& a, const uint4* row, int c, int64_t pos) {
   const uint4 x = row[c];
-  if (a.rot_dim == 0 || c * 8 >= a.rot_dim) return x;
-  const int half_chunks = a.rot_dim / 16;
-  const uint4 other = a.interleaved ? x : row[c * 8 < a.rot_dim / 2 ? c + half_chunks : c - half_chunks];
+  constexpr int kEl = chunk_elems<T>;
+  if (a.rot_dim == 0 || c * kEl >= a.rot_dim) return x;
+  const int half_chunks = a.rot_dim / (2 * kEl);
+  const uint4 other = a.interleaved ? x : row[c * kEl < a.rot_dim / 2 ? c + half_chunks : c - half_chunks];
   const T* xe = reinterpret_cast<const T*>(&x);
   const T* oe = reinterpret_cast<const T*>(&other);
   const T* cs = static_cast<const T*>(a.cos) + pos * a.cos_stride;
@@ -56,8 +61,8 @@ __device__ __forceinline__ uint4 rotate_chunk(const AppendArgs& a, const uint4* 
   uint4 y;
   T* ye = reinterpret_cast<T*>(&y);
 #pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    const RotaryPair r = rotary_pair(c * 8 + e, a.rot_dim, a.interleaved);
+  for (int e = 0; e < kEl; ++e) {
+    const RotaryPair r = rotary_pair(c * kEl + e, a.rot_dim, a.interleaved);
     const float partner = static_cast<float>(a.interleaved ? xe[e ^ 1] : oe[e]);
     ye[e] = T(rotary_apply(static_cast<float>(xe[e]), partner, static_cast<float>(cs[r.freq]),
                            static_cast<float>(sn[r.freq]), r.sign));
@@ -65,10 +70,12 @@ __device__ __forceinline__ uint4 rotate_chunk(const AppendArgs& a, const uint4* 
   return y;
 }
 
-// Element strides are multiples of 8 (checked by the dispatch), so a chunk
-// index is an element offset / 8. Threads [0, kv) append, [kv, kv + q) rotate q.
+// Element strides are multiples of a chunk (checked by the dispatch), so a
+// chunk index is an element offset / chunk_elems. Threads [0, kv) append,
+// [kv, kv + q) rotate q.
 template <class T>
 __global__ void __launch_bounds__(256) append_kv_kernel(const AppendArgs a) {
+  constexpr int kEl = chunk_elems<T>;
   int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t kv_total = static_cast<int64_t>(a.batch) * a.s_new * a.heads_kv * a.chunks;
   const int c = static_cast<int>(idx % a.chunks);
@@ -81,7 +88,7 @@ __global__ void __launch_bounds__(256) append_kv_kernel(const AppendArgs a) {
     const int i = static_cast<int>(r % a.s_q), b = static_cast<int>(r / a.s_q);
     const int64_t qo = b * a.qs.batch + static_cast<int64_t>(i) * a.qs.seq + h * a.qs.head;
     const int64_t pos = rotary_q_position(a.q_per_row, a.seqlens[b], i);
-    a.q_out[idx] = rotate_chunk<T>(a, a.q + qo / 8, c, pos);
+    a.q_out[idx] = rotate_chunk<T>(a, a.q + qo / kEl, c, pos);
     return;
   }
   int64_t r = idx / a.chunks;
@@ -93,8 +100,8 @@ __global__ void __launch_bounds__(256) append_kv_kernel(const AppendArgs a) {
   const int64_t vc = append_cache_row(a, a.vc, b, t) + hk * a.vc.head;
   const int64_t kn = b * a.kn.batch + static_cast<int64_t>(s) * a.kn.seq + hk * a.kn.head;
   const int64_t vn = b * a.vn.batch + static_cast<int64_t>(s) * a.vn.seq + hk * a.vn.head;
-  a.k_cache[kc / 8 + c] = rotate_chunk<T>(a, a.k_new + kn / 8, c, t);
-  a.v_cache[vc / 8 + c] = a.v_new[vn / 8 + c];
+  a.k_cache[kc / kEl + c] = rotate_chunk<T>(a, a.k_new + kn / kEl, c, t);
+  a.v_cache[vc / kEl + c] = a.v_new[vn / kEl + c];
 }
 
 }  // namespace flashattn::detail::cuda::sm80

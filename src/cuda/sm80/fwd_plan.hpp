@@ -117,10 +117,11 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
 }
 
 // KV-cache rotary embedding: the append launch writes q's rotated copy
-// (contiguous [B, Sq, Hq, D], 16-bit) after the split buffers.
+// (contiguous [B, Sq, Hq, D], in the input dtype) after the split buffers.
 inline size_t rotary_q_offset(const FwdPlan& f) { return (f.workspace_bytes + 255) / 256 * 256; }
 inline size_t rotary_q_bytes(const FwdParams& p) {
-  return p.rotary_cos != nullptr ? static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 2 : 0;
+  const size_t elem = p.dtype == DType::F32 ? 4 : 2;
+  return p.rotary_cos != nullptr ? static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * elem : 0;
 }
 // Everything the sm80 forward needs from the workspace.
 inline size_t fwd_workspace_total(const FwdParams& p, const FwdPlan& f) {

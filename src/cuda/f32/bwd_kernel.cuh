@@ -1,0 +1,257 @@
+// fp32 backward (tiles.cuh says why on the CUDA cores), recomputing P from
+// the saved LSE as the seed describes, in three kernels:
+//   bwd_dsum_kernel  D = rowsum(dO * O) per query row (into the workspace);
+//   bwd_dkdv_kernel  one block per (key tile, KV head, sequence): K and V
+//                    stay in shared memory, the query tiles of every query
+//                    head of the group stream through, dK and dV accumulate
+//                    in registers (GQA's reduction included, no atomics);
+//   bwd_dq_kernel    one block per (query tile, query head, sequence): the
+//                    key tiles stream through, dQ accumulates in registers.
+// Every output element is summed in one fixed order by one thread, so the
+// result is the same bit for bit on every run: the deterministic mode is
+// the only mode. The cost is computing S and dP twice (once per kernel).
+//
+// With dropout (Z the keep mask, k = 1 / (1 - p)):
+//   dV = (P o Z k)^T dO,  dP = (dO V^T) o Z k,  dS = P o (dP - D),
+//   dScore/d(q.k) = scale (or scale (1 - tanh^2) with softcap),
+//   dQ = dS' K,  dK = dS'^T Q  (dS' = dS times that derivative).
+#pragma once
+
+#include <cstdint>
+
+#include "f32/seq.cuh"
+#include "f32/tiles.cuh"
+#include "sm80/kernel_args.hpp"
+
+namespace flashattn::detail::cuda::f32 {
+
+// Row (b, h, i) of the LSE / D arrays: [B, Hq, Sq] padded, [Hq, total_q] varlen.
+__device__ __forceinline__ int64_t stat_row(const sm80::BwdArgs& a, const Seq& s, int b, int h, int i) {
+  return b * a.row_sb + h * a.row_sh + s.q_off + i;
+}
+
+// One warp per query row. (A template only so that each tile head dim's
+// translation unit has its own instance.)
+template <int DT>
+__global__ void __launch_bounds__(kThreads) bwd_dsum_kernel(const sm80::BwdArgs a) {
+  const int b = blockIdx.z, h = blockIdx.y;
+  const Seq s = sequence(a, b, a.cu_q, a.cu_k);
+  const int i = blockIdx.x * (kThreads / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (i >= s.len_q) return;
+  const int64_t q = s.q_off + i;
+  const float* o = static_cast<const float*>(a.o.ptr) + b * a.o.sb + q * a.o.ss + h * a.o.sh;
+  const float* g = static_cast<const float*>(a.dout.ptr) + b * a.dout.sb + q * a.dout.ss + h * a.dout.sh;
+  float acc = 0.f;
+  for (int c = lane; c < a.d; c += 32) acc = fmaf(o[c], g[c], acc);
+#pragma unroll
+  for (int m = 16; m > 0; m /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, m);
+  if (lane == 0) a.dsum[stat_row(a, s, b, h, i)] = acc;
+}
+
+// dS' of one visible (query i, key j) from its raw scores q.k and dO.v.
+struct Grad {
+  float p_drop;  // P o Z k: the weight of dO in dV
+  float ds;      // dS' (includes the score derivative)
+};
+__device__ __forceinline__ Grad grad_of(const sm80::BwdArgs& a, const ScoreRule& rule, uint32_t bh, float raw,
+                                        float raw_dp, float lse, float dsum, int i, int j) {
+  float dscore;
+  const float p = expf(rule.score(raw, i, j, &dscore) - lse);
+  float dp = raw_dp, pd = p;
+  if (a.dropout) {
+    const bool keep = keeps(a.rng, bh, i, j);
+    dp = keep ? dp * a.keep_scale : 0.f;
+    pd = keep ? p * a.keep_scale : 0.f;
+  }
+  return {pd, p * (dp - dsum) * dscore};
+}
+
+template <int DT>
+__global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs a) {
+  using Tile = BwdTile<DT>;
+  constexpr int RM = Tile::KRM, CN = Tile::QCN, BK = Tile::BK, BQ = Tile::BQ, LD = Tile::LD, LP = padded(BQ);
+  constexpr int DG = DT / 32;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  float* sK = reinterpret_cast<float*>(smem_raw);
+  float* sV = sK + BK * LD;
+  float* sQ = sV + BK * LD;
+  float* sdO = sQ + BQ * LD;
+  float* sP = sdO + BQ * LD;  // (P o Z k)^T: keys x queries
+  float* sdS = sP + BK * LP;  // dS'^T
+  float* sL = sdS + BK * LP;  // LSE of the tile's queries
+  float* sD = sL + BQ;        // D of the tile's queries
+
+  const Lane l = lane_of(threadIdx.x);
+  const int hk = blockIdx.y, b = blockIdx.z;
+  const Seq s = sequence(a, b, a.cu_q, a.cu_k);
+  const int n0 = blockIdx.x * BK;
+  if (n0 >= s.len_k) return;
+  const int keys = min(BK, s.len_k - n0);
+  auto rows_of = [&](const sm80::Tensor4& t, int64_t off, int h) {
+    return static_cast<const float*>(t.ptr) + b * t.sb + off * t.ss + static_cast<int64_t>(h) * t.sh;
+  };
+  const float* k = rows_of(a.k, s.k_off + n0, hk);
+  const float* v = rows_of(a.v, s.k_off + n0, hk);
+  load_tile(sK, LD, BK, DT, keys, a.d, [&](int r) { return k + r * a.k.ss; });
+  load_tile(sV, LD, BK, DT, keys, a.d, [&](int r) { return v + r * a.v.ss; });
+
+  float dk[RM][4 * DG], dv[RM][4 * DG];
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int e = 0; e < 4 * DG; ++e) dk[i][e] = dv[i][e] = 0.f;
+
+  for (int h = hk * a.group; h < (hk + 1) * a.group; ++h) {
+    const ScoreRule rule = score_rule(a, s, b, h);
+    const uint32_t bh = a.dropout ? drop_row(a, b, h) : 0;
+    const float* q = rows_of(a.q, s.q_off, h);
+    const float* g = rows_of(a.dout, s.q_off, h);
+    for (int q0 = 0; q0 < s.len_q; q0 += BQ) {
+      const int queries = min(BQ, s.len_q - q0);
+      if (!any_visible(s.mask, q0, q0 + queries, n0, n0 + keys)) continue;
+      __syncthreads();  // the previous tile's Q, dO, P, dS are consumed
+      load_tile(sQ, LD, BQ, DT, queries, a.d, [&](int r) { return q + (q0 + r) * a.q.ss; });
+      load_tile(sdO, LD, BQ, DT, queries, a.d, [&](int r) { return g + (q0 + r) * a.dout.ss; });
+      for (int r = threadIdx.x; r < BQ; r += kThreads) {
+        sL[r] = r < queries ? a.lse[stat_row(a, s, b, h, q0 + r)] : 0.f;
+        sD[r] = r < queries ? a.dsum[stat_row(a, s, b, h, q0 + r)] : 0.f;
+      }
+      __syncthreads();
+      float st[RM][CN], dpt[RM][CN];
+#pragma unroll
+      for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int c = 0; c < CN; ++c) st[i][c] = dpt[i][c] = 0.f;
+      dot_nt(st, sK, LD, sQ, LD, DT, l);
+      dot_nt(dpt, sV, LD, sdO, LD, DT, l);
+#pragma unroll
+      for (int i = 0; i < RM; ++i) {
+        const int r = l.ty + kRowThreads * i, kj = n0 + r;
+#pragma unroll
+        for (int c = 0; c < CN; ++c) {
+          const int col = l.tx + kColThreads * c, qi = q0 + col;
+          Grad gr{0.f, 0.f};
+          if (r < keys && col < queries && s.mask.visible(qi, kj))
+            gr = grad_of(a, rule, bh, st[i][c], dpt[i][c], sL[col], sD[col], qi, kj);
+          sP[r * LP + col] = gr.p_drop;
+          sdS[r * LP + col] = gr.ds;
+        }
+      }
+      __syncthreads();
+      accum_pv(dv, sP, LP, BQ, sdO, LD, l);
+      accum_pv(dk, sdS, LP, BQ, sQ, LD, l);
+    }
+  }
+
+  auto store = [&](const sm80::Tensor4& t, float (&acc)[RM][4 * DG]) {
+    float* base = static_cast<float*>(const_cast<void*>(t.ptr)) + b * t.sb + (s.k_off + n0) * t.ss +
+                  static_cast<int64_t>(hk) * t.sh;
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      const int r = l.ty + kRowThreads * i;
+      if (r >= keys) continue;
+#pragma unroll
+      for (int j = 0; j < DG; ++j) {
+        const int c = 4 * l.tx + 32 * j;
+        if (c < a.d)
+          *reinterpret_cast<float4*>(base + r * t.ss + c) =
+              make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
+      }
+    }
+  };
+  store(a.dk, dk);
+  store(a.dv, dv);
+}
+
+template <int DT>
+__global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a) {
+  using Tile = BwdTile<DT>;
+  constexpr int RM = Tile::QRM, CN = Tile::KCN, BQ = Tile::DQ_BQ, BK = Tile::DQ_BK, LD = Tile::LD, LP = padded(BK);
+  constexpr int DG = DT / 32;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  float* sQ = reinterpret_cast<float*>(smem_raw);
+  float* sdO = sQ + BQ * LD;
+  float* sK = sdO + BQ * LD;
+  float* sV = sK + BK * LD;
+  float* sdS = sV + BK * LD;
+
+  const Lane l = lane_of(threadIdx.x);
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.group;
+  const Seq s = sequence(a, b, a.cu_q, a.cu_k);
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ;
+  if (q0 >= s.len_q) return;
+  const int queries = min(BQ, s.len_q - q0);
+  const ScoreRule rule = score_rule(a, s, b, h);
+  const uint32_t bh = a.dropout ? drop_row(a, b, h) : 0;
+  auto rows_of = [&](const sm80::Tensor4& t, int64_t off, int hh) {
+    return static_cast<const float*>(t.ptr) + b * t.sb + off * t.ss + static_cast<int64_t>(hh) * t.sh;
+  };
+  const float* q = rows_of(a.q, s.q_off + q0, h);
+  const float* g = rows_of(a.dout, s.q_off + q0, h);
+  const float* k = rows_of(a.k, s.k_off, hk);
+  const float* v = rows_of(a.v, s.k_off, hk);
+  load_tile(sQ, LD, BQ, DT, queries, a.d, [&](int r) { return q + r * a.q.ss; });
+  load_tile(sdO, LD, BQ, DT, queries, a.d, [&](int r) { return g + r * a.dout.ss; });
+  float lse[RM], dsum[RM];
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    const int r = l.ty + kRowThreads * i;
+    lse[i] = r < queries ? a.lse[stat_row(a, s, b, h, q0 + r)] : 0.f;
+    dsum[i] = r < queries ? a.dsum[stat_row(a, s, b, h, q0 + r)] : 0.f;
+  }
+
+  float dq[RM][4 * DG];
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int e = 0; e < 4 * DG; ++e) dq[i][e] = 0.f;
+
+  const KeyRange kr = s.mask.keys(q0, q0 + queries);
+  const int n_begin = kr.empty() ? 0 : static_cast<int>(kr.begin / BK * BK);
+  const int n_end = kr.empty() ? 0 : static_cast<int>(kr.end);
+  for (int n0 = n_begin; n0 < n_end; n0 += BK) {
+    const int keys = min(BK, s.len_k - n0);
+    __syncthreads();  // the previous tile's K and dS are consumed
+    load_tile(sK, LD, BK, DT, keys, a.d, [&](int r) { return k + (n0 + r) * a.k.ss; });
+    load_tile(sV, LD, BK, DT, keys, a.d, [&](int r) { return v + (n0 + r) * a.v.ss; });
+    __syncthreads();
+    float sc[RM][CN], dp[RM][CN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int c = 0; c < CN; ++c) sc[i][c] = dp[i][c] = 0.f;
+    dot_nt(sc, sQ, LD, sK, LD, DT, l);
+    dot_nt(dp, sdO, LD, sV, LD, DT, l);
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      const int r = l.ty + kRowThreads * i, qi = q0 + r;
+#pragma unroll
+      for (int c = 0; c < CN; ++c) {
+        const int col = l.tx + kColThreads * c, kj = n0 + col;
+        float ds = 0.f;
+        if (r < queries && s.mask.visible(qi, kj))
+          ds = grad_of(a, rule, bh, sc[i][c], dp[i][c], lse[i], dsum[i], qi, kj).ds;
+        sdS[r * LP + col] = ds;
+      }
+    }
+    __syncthreads();
+    accum_pv(dq, sdS, LP, BK, sK, LD, l);
+  }
+
+  float* out = static_cast<float*>(const_cast<void*>(a.dq.ptr)) + b * a.dq.sb + (s.q_off + q0) * a.dq.ss +
+               static_cast<int64_t>(h) * a.dq.sh;
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    const int r = l.ty + kRowThreads * i;
+    if (r >= queries) continue;
+#pragma unroll
+    for (int j = 0; j < DG; ++j) {
+      const int c = 4 * l.tx + 32 * j;
+      if (c < a.d)
+        *reinterpret_cast<float4*>(out + r * a.dq.ss + c) =
+            make_float4(dq[i][4 * j], dq[i][4 * j + 1], dq[i][4 * j + 2], dq[i][4 * j + 3]);
+    }
+  }
+}
+
+}  // namespace flashattn::detail::cuda::f32
