@@ -142,18 +142,7 @@ struct Data {
     const int rows = c.alibi == 2 ? c.B : 1;
     for (int b = 0; b < rows; ++b)
       for (int h = 0; h < c.Hq; ++h) slopes.push_back(std::exp2(-8.f * float(h + 1) / float(c.Hq)) * (1.f + 0.5f * b));
-    if (c.p > 0.f) {
-      const fd::DropoutRng rng(c.seed, c.offset, c.p, c.Hq);
-      const int off = c.Sk - c.Sq, right = c.causal ? 0 : c.wr;
-      keep.resize(size_t(c.B) * c.Hq * c.Sq * c.Sk);
-      for (int b = 0; b < c.B; ++b)
-        for (int h = 0; h < c.Hq; ++h)
-          for (int i = 0; i < c.Sq; ++i)
-            for (int j = 0; j < c.Sk; ++j) {
-              const bool seen = (c.wl < 0 || j >= i + off - c.wl) && (right < 0 || j <= i + off + right);
-              keep[((size_t(b) * c.Hq + h) * c.Sq + i) * c.Sk + j] = seen && rng.keep(b, h, i, j);
-            }
-    }
+    if (c.p > 0.f) keep = nv::formula_keep_mask(c.B, c.Hq, c.Sq, c.Sk, c.causal, c.wl, c.wr, c.seed, c.offset, c.p);
   }
   fd::AttnParams params() const {
     fd::AttnParams p;

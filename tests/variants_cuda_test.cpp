@@ -84,17 +84,7 @@ std::vector<float> slopes_for(const Case& c) {
 
 // Z of the documented formula on visible keys, 0 elsewhere.
 std::vector<int32_t> formula_mask(const Case& c) {
-  const flashattn::detail::DropoutRng rng(c.seed, c.offset, c.p, c.Hq);
-  std::vector<int32_t> m(size_t(c.B * c.Hq * c.Sq * c.Sk));
-  const int64_t off = c.Sk - c.Sq, right = c.causal ? 0 : c.wr;
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t h = 0; h < c.Hq; ++h)
-      for (int64_t i = 0; i < c.Sq; ++i)
-        for (int64_t j = 0; j < c.Sk; ++j) {
-          const bool seen = (c.wl < 0 || j >= i + off - c.wl) && (right < 0 || j <= i + off + right);
-          m[size_t(((b * c.Hq + h) * c.Sq + i) * c.Sk + j)] = seen && rng.keep(b, h, i, j);
-        }
-  return m;
+  return nv::formula_keep_mask(c.B, c.Hq, c.Sq, c.Sk, c.causal, c.wl, c.wr, c.seed, c.offset, c.p);
 }
 
 flashattn::Options options(const Case& c, const Tensor* slopes) {

@@ -15,6 +15,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/philox.hpp"
 #include "flashattn/flashattn.hpp"
 #include "support/half.hpp"
 
@@ -31,6 +32,24 @@ struct Shape {
   const int32_t* keep = nullptr;  // [B, Hq, Sq, Sk]; nullptr = no dropout
   float p = 0.f;
 };
+
+// Z of the documented formula (common/philox.hpp) on the keys each row sees
+// (window (wl, wr), causal as wr = 0; -1 unbounded), 0 elsewhere:
+// [B, Hq, Sq, Sk], what a kernel's returned dropout mask must equal.
+inline std::vector<int32_t> formula_keep_mask(int64_t B, int64_t Hq, int64_t Sq, int64_t Sk, bool causal, int64_t wl,
+                                              int64_t wr, uint64_t seed, uint64_t offset, float p) {
+  const flashattn::detail::DropoutRng rng(seed, offset, p, Hq);
+  std::vector<int32_t> m(size_t(B * Hq * Sq * Sk));
+  const int64_t off = Sk - Sq, right = causal ? 0 : wr;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < Sq; ++i)
+        for (int64_t j = 0; j < Sk; ++j) {
+          const bool seen = (wl < 0 || j >= i + off - wl) && (right < 0 || j <= i + off + right);
+          m[size_t(((b * Hq + h) * Sq + i) * Sk + j)] = seen && rng.keep(b, h, i, j);
+        }
+  return m;
+}
 
 // Round to dt, as the kernels store it (support/half.hpp's conversions).
 inline float round_to(flashattn::DType dt, float f) { return fa_test::round_to(dt, f); }
