@@ -293,7 +293,8 @@ bool use_sm90(const FwdParams& p) {
   }();
   // The Hopper forward takes varlen batches, softcap and ALiBi but no KV-cache
   // lengths or block tables (sm90::can_implement says), and no dropout: that
-  // runs on the sm80 kernels (sm80/variants.cuh).
+  // runs on the sm80 kernels (sm80/variants.cuh). fp32 it refuses (its
+  // can_implement takes fp16, bf16 and fp8): that goes to src/cuda/f32.
   return !disabled && !(p.dropout_p > 0.0f) && sm90::can_implement(p).ok();
 }
 #endif
@@ -392,7 +393,7 @@ Status forward(const FwdParams& p) noexcept {
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90
-    if (p.dtype != DType::F32 && use_sm90(p)) return run_sm90_forward(p);
+    if (use_sm90(p)) return run_sm90_forward(p);
 #endif
     s = check_device(p.device_index, k.fwd_smem, "the forward");
     if (!s.ok()) return s;
@@ -420,7 +421,7 @@ Status backward_padded(const BwdParams& p) {
     s = guard.enter(p.device_index);
     if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90_BWD
-    if (p.dtype != DType::F32 && use_sm90_bwd(p)) return run_sm90_backward(p);
+    if (use_sm90_bwd(p)) return run_sm90_backward(p);
 #endif
     size_t smem = k.bwd_smem;
     if (p.deterministic && k.dq_smem > smem) smem = k.dq_smem;
@@ -466,7 +467,7 @@ Status backward_varlen(const BwdParams& p) {
   s = guard.enter(p.device_index);
   if (!s.ok()) return s;
 #ifdef FLASHATTN_WITH_SM90_BWD
-  if (p.dtype != DType::F32 && use_sm90_bwd(p)) return run_sm90_backward(p);
+  if (use_sm90_bwd(p)) return run_sm90_backward(p);
 #endif
   s = check_device(p.device_index, std::max(k.bwd_smem, k.dq_smem), "the backward");
   if (!s.ok()) return s;

@@ -8,6 +8,7 @@
 #include "common/params.hpp"
 #include "f32/tile_sizes.hpp"
 #include "flashattn/flashattn.hpp"
+#include "sm80/fwd_plan.hpp"
 
 namespace flashattn::detail::cuda::f32 {
 
@@ -24,9 +25,7 @@ inline size_t bwd_smem(int tile) {
 
 // The forward's workspace: q's rotated copy for KV-cache rotary (contiguous
 // [B, Sq, Hq, D]), else none.
-inline size_t fwd_workspace_bytes(const FwdParams& p) {
-  return p.rotary_cos != nullptr ? static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim) * 4 : 0;
-}
+inline size_t fwd_workspace_bytes(const FwdParams& p) { return sm80::rotary_q_bytes(p); }
 // The backward's workspace: D = rowsum(dO * O), one float per query row
 // ([B, Hq, Sq], or [Hq, total_q] varlen, like the LSE).
 inline size_t bwd_workspace_bytes(const BwdParams& p) {

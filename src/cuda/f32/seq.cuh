@@ -54,15 +54,14 @@ __device__ __forceinline__ uint32_t drop_row(const sm80::AttnArgs& a, int b, int
 }
 
 // Whether any (query, key) of rows [q0, q1) x keys [k0, k1) is visible.
+// Key ranges only move right as the query grows, so the union of the rows'
+// ranges is [first row's begin, last row's end): outside it, no. Inside it a
+// window narrower than the tile can still pass between rows, so the rows
+// are then checked one by one (a few dozen integer compares per tile).
 __device__ __forceinline__ bool any_visible(const WindowMask& m, int q0, int q1, int k0, int k1) {
   if (q0 >= q1 || k0 >= k1) return false;
-  // Visible keys move right (never left) as the query grows: test the first
-  // and last query's ranges and whether the band crosses the tile in between.
-  const KeyRange first = m.keys(q0), last = m.keys(q1 - 1);
-  const int64_t lo = first.begin, hi = last.end;
-  if (hi <= k0 || lo >= k1) return false;
-  // A query whose range is empty sits between queries whose ranges bracket
-  // the tile only for windows narrower than the tile; check row by row then.
+  const KeyRange all = m.keys(q0, q1);
+  if (all.end <= k0 || all.begin >= k1) return false;
   for (int q = q0; q < q1; ++q) {
     const KeyRange r = m.keys(q);
     if (r.begin < k1 && r.end > k0 && r.begin < r.end) return true;
