@@ -3,6 +3,11 @@
 cores, exact fp32) against torch SDPA's fp32 backends in the same process.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_fp32.py OUT.csv
+      [--impls flashattn,sdpa_efficient] [--hdims 128] [--seqlens 1024,4096] [--no-accuracy]
+      [--label v3]
+
+(--label adds a column naming the library, for A/B runs of several builds
+whose CSVs are later read together.)
 
 Peers: SDPA's memory-efficient backend (the only fused SDPA kernel that takes
 fp32) and its math backend (materialises the N x N scores; TF32 off, as
@@ -30,6 +35,19 @@ HDIMS = (64, 128, 256)
 
 
 def main():
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?", default="")
+    ap.add_argument("--impls", default="flashattn,sdpa_efficient,sdpa_math")
+    ap.add_argument("--hdims", default=",".join(map(str, HDIMS)))
+    ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
+    ap.add_argument("--no-accuracy", action="store_true")
+    ap.add_argument("--label", default="")
+    args = ap.parse_args()
+    hdims = [int(x) for x in args.hdims.split(",")]
+    seqlens = [int(x) for x in args.seqlens.split(",")]
+
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -38,7 +56,7 @@ def main():
     from timing import median_ms
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    out_path = sys.argv[1] if len(sys.argv) > 1 else ""
+    out_path = args.out
     gen = torch.Generator(device="cuda").manual_seed(0)
 
     def sdpa(backend):
@@ -48,17 +66,19 @@ def main():
                                                       is_causal=causal).transpose(1, 2)
         return f
 
-    impls = {
+    all_impls = {
         "flashattn": lambda q, k, v, causal: flash_attn_func(q, k, v, causal=causal),
         "sdpa_efficient": sdpa(SDPBackend.EFFICIENT_ATTENTION),
         "sdpa_math": sdpa(SDPBackend.MATH),
     }
+    impls = {name: all_impls[name] for name in args.impls.split(",")}
+    label = f",{args.label}" if args.label else ""
     lines = [f"# torch {torch.__version__}, {torch.cuda.get_device_name()}",
-             "impl,hdim,causal,seqlen,pass,ms,tflops"]
+             "impl,hdim,causal,seqlen,pass,ms,tflops" + (",label" if label else "")]
     print(lines[0], flush=True)
-    for d in HDIMS:
+    for d in hdims:
         for causal in (False, True):
-            for s in SEQLENS:
+            for s in seqlens:
                 b, h = 16384 // s, 2048 // d
                 q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=torch.float32, generator=gen)
                                for _ in range(4))
@@ -80,13 +100,13 @@ def main():
                             print(lines[-1], flush=True)
                             torch.cuda.empty_cache()
                             continue
-                        lines.append(f"{name},{d},{int(causal)},{s},{pname},{ms:.4f},{mult * flops / ms / 1e9:.2f}")
+                        lines.append(f"{name},{d},{int(causal)},{s},{pname},{ms:.4f},{mult * flops / ms / 1e9:.2f}{label}")
                         print(lines[-1], flush=True)
                 del q, k, v, do
                 torch.cuda.empty_cache()
 
     # Accuracy against float64 on one shape per head dim.
-    for d in HDIMS:
+    for d in ([] if args.no_accuracy else hdims):
         for causal in (False, True):
             q, k, v, do = (torch.randn(1, 1024, 4, d, device="cuda", dtype=torch.float32, generator=gen)
                            for _ in range(4))

@@ -69,17 +69,16 @@ __device__ __forceinline__ Grad grad_of(const sm80::BwdArgs& a, const ScoreRule&
 template <int DT>
 __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs a) {
   using Tile = BwdTile<DT>;
-  constexpr int RM = Tile::KRM, CN = Tile::QCN, BK = Tile::BK, BQ = Tile::BQ, LD = Tile::LD, LP = padded(BQ);
+  constexpr int RM = Tile::KRM, CN = Tile::QCN, BK = Tile::BK, BQ = Tile::BQ, LD = Tile::LD;
+  constexpr int LP = score_pitch(BQ), STAGES = Tile::Q_STAGES;
   constexpr int DG = DT / 32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   float* sK = reinterpret_cast<float*>(smem_raw);
   float* sV = sK + BK * LD;
-  float* sQ = sV + BK * LD;
-  float* sdO = sQ + BQ * LD;
-  float* sP = sdO + BQ * LD;  // (P o Z k)^T: keys x queries
-  float* sdS = sP + BK * LP;  // dS'^T
-  float* sL = sdS + BK * LP;  // LSE of the tile's queries
-  float* sD = sL + BQ;        // D of the tile's queries
+  float* sQ = sV + BK * LD;             // STAGES buffers
+  float* sdO = sQ + STAGES * BQ * LD;   // STAGES buffers
+  float* sP = sdO + STAGES * BQ * LD;   // (P o Z k)^T: keys x queries
+  float* sdS = sP + BK * LP;            // dS'^T
 
   const Lane l = lane_of(threadIdx.x);
   const int hk = blockIdx.y, b = blockIdx.z;
@@ -92,8 +91,34 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
   };
   const float* k = rows_of(a.k, s.k_off + n0, hk);
   const float* v = rows_of(a.v, s.k_off + n0, hk);
-  load_tile(sK, LD, BK, DT, keys, a.d, [&](int r) { return k + r * a.k.ss; });
-  load_tile(sV, LD, BK, DT, keys, a.d, [&](int r) { return v + r * a.v.ss; });
+  load_tile_async(sK, LD, BK, DT, keys, a.d, a.k.ptr, [&](int r) { return k + r * a.k.ss; });
+  load_tile_async(sV, LD, BK, DT, keys, a.d, a.v.ptr, [&](int r) { return v + r * a.v.ss; });
+
+  // The (query head, query tile) pairs that see any of this block's keys, in
+  // a fixed order: every head of the group, its query tiles in order.
+  const int h_end = (hk + 1) * a.group;
+  struct QTile {
+    int h, q0;
+  };
+  auto next_visible = [&](QTile t) {
+    for (;;) {
+      t.q0 += BQ;
+      if (t.q0 >= s.len_q) {
+        t.q0 = 0;
+        if (++t.h >= h_end) return t;
+      }
+      if (any_visible(s.mask, t.q0, min(t.q0 + BQ, s.len_q), n0, n0 + keys)) return t;
+    }
+  };
+  // Q and dO rows of tile t into buffer `stage` (asynchronous: the caller commits).
+  auto load_q = [&](QTile t, int stage) {
+    const int queries = min(BQ, s.len_q - t.q0);
+    const float* q = rows_of(a.q, s.q_off + t.q0, t.h);
+    const float* g = rows_of(a.dout, s.q_off + t.q0, t.h);
+    load_tile_async(sQ + stage * BQ * LD, LD, BQ, DT, queries, a.d, a.q.ptr, [&](int r) { return q + r * a.q.ss; });
+    load_tile_async(sdO + stage * BQ * LD, LD, BQ, DT, queries, a.d, a.dout.ptr,
+                    [&](int r) { return g + r * a.dout.ss; });
+  };
 
   float dk[RM][4 * DG], dv[RM][4 * DG];
 #pragma unroll
@@ -101,47 +126,66 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
 #pragma unroll
     for (int e = 0; e < 4 * DG; ++e) dk[i][e] = dv[i][e] = 0.f;
 
-  for (int h = hk * a.group; h < (hk + 1) * a.group; ++h) {
+  QTile cur = next_visible({hk * a.group, -BQ});
+  if (s.len_q > 0 && cur.h < h_end) load_q(cur, 0);
+  cp_async_commit();  // K, V and the first Q / dO tile
+  for (int it = 0; s.len_q > 0 && cur.h < h_end; ++it) {
+    const QTile nxt = next_visible(cur);
+    const int stage = STAGES == 2 ? it & 1 : 0;
+    if (STAGES == 2) {
+      // The next tile goes to the buffer the previous iteration finished
+      // with (its last barrier below); one group per iteration, maybe empty.
+      if (nxt.h < h_end) load_q(nxt, stage ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      if (it > 0) {
+        load_q(cur, 0);
+        cp_async_commit();
+      }
+      cp_async_wait<0>();
+    }
+    const int h = cur.h, q0 = cur.q0, queries = min(BQ, s.len_q - q0);
     const ScoreRule rule = score_rule(a, s, b, h);
     const uint32_t bh = a.dropout ? drop_row(a, b, h) : 0;
-    const float* q = rows_of(a.q, s.q_off, h);
-    const float* g = rows_of(a.dout, s.q_off, h);
-    for (int q0 = 0; q0 < s.len_q; q0 += BQ) {
-      const int queries = min(BQ, s.len_q - q0);
-      if (!any_visible(s.mask, q0, q0 + queries, n0, n0 + keys)) continue;
-      __syncthreads();  // the previous tile's Q, dO, P, dS are consumed
-      load_tile(sQ, LD, BQ, DT, queries, a.d, [&](int r) { return q + (q0 + r) * a.q.ss; });
-      load_tile(sdO, LD, BQ, DT, queries, a.d, [&](int r) { return g + (q0 + r) * a.dout.ss; });
-      for (int r = threadIdx.x; r < BQ; r += kThreads) {
-        sL[r] = r < queries ? a.lse[stat_row(a, s, b, h, q0 + r)] : 0.f;
-        sD[r] = r < queries ? a.dsum[stat_row(a, s, b, h, q0 + r)] : 0.f;
-      }
-      __syncthreads();
-      float st[RM][CN], dpt[RM][CN];
+    // LSE and D of this thread's query columns (read while the products run).
+    float lse[CN], dsum[CN];
 #pragma unroll
-      for (int i = 0; i < RM; ++i)
-#pragma unroll
-        for (int c = 0; c < CN; ++c) st[i][c] = dpt[i][c] = 0.f;
-      dot_nt(st, sK, LD, sQ, LD, DT, l);
-      dot_nt(dpt, sV, LD, sdO, LD, DT, l);
-#pragma unroll
-      for (int i = 0; i < RM; ++i) {
-        const int r = l.ty + kRowThreads * i, kj = n0 + r;
-#pragma unroll
-        for (int c = 0; c < CN; ++c) {
-          const int col = l.tx + kColThreads * c, qi = q0 + col;
-          Grad gr{0.f, 0.f};
-          if (r < keys && col < queries && s.mask.visible(qi, kj))
-            gr = grad_of(a, rule, bh, st[i][c], dpt[i][c], sL[col], sD[col], qi, kj);
-          sP[r * LP + col] = gr.p_drop;
-          sdS[r * LP + col] = gr.ds;
-        }
-      }
-      __syncthreads();
-      accum_pv(dv, sP, LP, BQ, sdO, LD, l);
-      accum_pv(dk, sdS, LP, BQ, sQ, LD, l);
+    for (int c = 0; c < CN; ++c) {
+      const int col = l.tx + kColThreads * c;
+      lse[c] = col < queries ? a.lse[stat_row(a, s, b, h, q0 + col)] : 0.f;
+      dsum[c] = col < queries ? a.dsum[stat_row(a, s, b, h, q0 + col)] : 0.f;
     }
+    __syncthreads();  // this tile's Q / dO (and K / V) are visible to every thread
+    const float* tQ = sQ + stage * BQ * LD;
+    const float* tdO = sdO + stage * BQ * LD;
+    float st[RM][CN], dpt[RM][CN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int c = 0; c < CN; ++c) st[i][c] = dpt[i][c] = 0.f;
+    dot_nt(st, sK, LD, tQ, LD, DT, l);
+    dot_nt(dpt, sV, LD, tdO, LD, DT, l);
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      const int r = l.ty + kRowThreads * i, kj = n0 + r;
+#pragma unroll
+      for (int c = 0; c < CN; ++c) {
+        const int col = l.tx + kColThreads * c, qi = q0 + col;
+        Grad gr{0.f, 0.f};
+        if (r < keys && col < queries && s.mask.visible(qi, kj))
+          gr = grad_of(a, rule, bh, st[i][c], dpt[i][c], lse[c], dsum[c], qi, kj);
+        sP[r * LP + col] = gr.p_drop;
+        sdS[r * LP + col] = gr.ds;
+      }
+    }
+    __syncthreads();
+    accum_pv(dv, sP, LP, BQ, tdO, LD, l);
+    accum_pv(dk, sdS, LP, BQ, tQ, LD, l);
+    __syncthreads();  // P, dS and this stage's Q / dO are consumed before they are overwritten
+    cur = nxt;
   }
+  cp_async_wait<0>();  // no copy outlives the block (keys no query sees)
 
   auto store = [&](const sm80::Tensor4& t, float (&acc)[RM][4 * DG]) {
     float* base = static_cast<float*>(const_cast<void*>(t.ptr)) + b * t.sb + (s.k_off + n0) * t.ss +
@@ -166,7 +210,8 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
 template <int DT>
 __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a) {
   using Tile = BwdTile<DT>;
-  constexpr int RM = Tile::QRM, CN = Tile::KCN, BQ = Tile::DQ_BQ, BK = Tile::DQ_BK, LD = Tile::LD, LP = padded(BK);
+  constexpr int RM = Tile::QRM, CN = Tile::KCN, BQ = Tile::DQ_BQ, BK = Tile::DQ_BK, LD = Tile::LD;
+  constexpr int LP = score_pitch(BK);
   constexpr int DG = DT / 32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   float* sQ = reinterpret_cast<float*>(smem_raw);
@@ -190,8 +235,9 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
   const float* g = rows_of(a.dout, s.q_off + q0, h);
   const float* k = rows_of(a.k, s.k_off, hk);
   const float* v = rows_of(a.v, s.k_off, hk);
-  load_tile(sQ, LD, BQ, DT, queries, a.d, [&](int r) { return q + r * a.q.ss; });
-  load_tile(sdO, LD, BQ, DT, queries, a.d, [&](int r) { return g + r * a.dout.ss; });
+  load_tile_async(sQ, LD, BQ, DT, queries, a.d, a.q.ptr, [&](int r) { return q + r * a.q.ss; });
+  load_tile_async(sdO, LD, BQ, DT, queries, a.d, a.dout.ptr, [&](int r) { return g + r * a.dout.ss; });
+  cp_async_commit();  // waited for with the first K / V tile (or at the end)
   float lse[RM], dsum[RM];
 #pragma unroll
   for (int i = 0; i < RM; ++i) {
@@ -211,9 +257,13 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
   const int n_end = kr.empty() ? 0 : static_cast<int>(kr.end);
   for (int n0 = n_begin; n0 < n_end; n0 += BK) {
     const int keys = min(BK, s.len_k - n0);
-    __syncthreads();  // the previous tile's K and dS are consumed
-    load_tile(sK, LD, BK, DT, keys, a.d, [&](int r) { return k + (n0 + r) * a.k.ss; });
-    load_tile(sV, LD, BK, DT, keys, a.d, [&](int r) { return v + (n0 + r) * a.v.ss; });
+    __syncthreads();  // the previous tile's K, V and dS are consumed
+    // K and V in two groups: V's copy runs under S = Q K^T.
+    load_tile_async(sK, LD, BK, DT, keys, a.d, a.k.ptr, [&](int r) { return k + (n0 + r) * a.k.ss; });
+    cp_async_commit();
+    load_tile_async(sV, LD, BK, DT, keys, a.d, a.v.ptr, [&](int r) { return v + (n0 + r) * a.v.ss; });
+    cp_async_commit();
+    cp_async_wait<1>();
     __syncthreads();
     float sc[RM][CN], dp[RM][CN];
 #pragma unroll
@@ -221,6 +271,8 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
 #pragma unroll
       for (int c = 0; c < CN; ++c) sc[i][c] = dp[i][c] = 0.f;
     dot_nt(sc, sQ, LD, sK, LD, DT, l);
+    cp_async_wait<0>();
+    __syncthreads();
     dot_nt(dp, sdO, LD, sV, LD, DT, l);
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
@@ -237,6 +289,8 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
     __syncthreads();
     accum_pv(dq, sdS, LP, BK, sK, LD, l);
   }
+
+  cp_async_wait<0>();  // no copy outlives the block (rows with no key tile)
 
   float* out = static_cast<float*>(const_cast<void*>(a.dq.ptr)) + b * a.dq.sb + (s.q_off + q0) * a.dq.ss +
                static_cast<int64_t>(h) * a.dq.sh;

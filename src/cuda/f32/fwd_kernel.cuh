@@ -1,6 +1,6 @@
 // fp32 forward (tiles.cuh says why on the CUDA cores): one block per
 // (query tile, query head, sequence), the seed's algorithm as written: Q's
-// tile stays in shared memory, K / V tiles stream through it, scores and
+// tile stays in shared memory, K / V tiles stream past it, scores and
 // the online softmax (running max and sum per row, O rescaled when the max
 // grows) stay in registers, P goes through shared memory into O += P V.
 // Key tiles outside the causal / window band are never loaded; only the
@@ -21,16 +21,15 @@
 namespace flashattn::detail::cuda::f32 {
 
 template <int DT>
-__global__ void __launch_bounds__(kThreads) fwd_kernel(const sm80::FwdSeqArgs a) {
+__global__ void __launch_bounds__(kThreads, FwdTile<DT>::MIN_BLOCKS) fwd_kernel(const sm80::FwdSeqArgs a) {
   using Tile = FwdTile<DT>;
   constexpr int RM = Tile::RM, CN = Tile::CN, BM = Tile::BM, BN = Tile::BN, LD = Tile::LD, LP = Tile::LP;
   constexpr int DG = DT / 32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  constexpr int STAGES = Tile::STAGES;
   float* sQ = reinterpret_cast<float*>(smem_raw);
-  float* sK = sQ + BM * LD;               // STAGES buffers
-  float* sV = sK + STAGES * BN * LD;      // STAGES buffers
-  float* sP = sV + STAGES * BN * LD;
+  float* sK = sQ + BM * LD;  // the ring's K slot
+  float* sV = sK + BN * LD;  // the ring's V slot
+  float* sP = sV + BN * LD;
 
   const Lane l = lane_of(threadIdx.x);
   const int h = blockIdx.y, b = blockIdx.z, hk = h / a.group;
@@ -67,40 +66,32 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const sm80::FwdSeqArgs a)
     for (int e = 0; e < 4 * DG; ++e) o[i][e] = 0.f;
   }
 
-  // K / V tile n0 into buffer `stage` (asynchronous: the caller commits).
-  auto load_kv = [&](int n0, int stage) {
+  // K or V tile n0 into its slot (asynchronous: the caller commits). The
+  // ring's order: K_i's copy runs under P_{i-1} V_{i-1}, V_i's under Q K_i^T,
+  // so each wait finds its tile loaded while one product ran.
+  auto load_k = [&](int n0) {
     const int keys = min(BN, s.len_k - n0);
-    load_tile_async(sK + stage * BN * LD, LD, BN, DT, keys, a.d, a.k.ptr, [&](int r) { return key_row(a.k, n0 + r); });
-    load_tile_async(sV + stage * BN * LD, LD, BN, DT, keys, a.d, a.v.ptr, [&](int r) { return key_row(a.v, n0 + r); });
+    load_tile_async(sK, LD, BN, DT, keys, a.d, a.k.ptr, [&](int r) { return key_row(a.k, n0 + r); });
   };
-  if (n_begin < n_end) load_kv(n_begin, 0);
-  cp_async_commit();  // Q and the first K / V tile
-
-  for (int n0 = n_begin, it = 0; n0 < n_end; n0 += BN, ++it) {
+  auto load_v = [&](int n0) {
     const int keys = min(BN, s.len_k - n0);
-    const int stage = STAGES == 2 ? it & 1 : 0;
-    if (STAGES == 2) {
-      // The next tile goes to the buffer the previous iteration finished
-      // with (its last barrier below); one group per iteration, maybe empty.
-      if (n0 + BN < n_end) load_kv(n0 + BN, stage ^ 1);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      if (it > 0) {
-        load_kv(n0, 0);
-        cp_async_commit();
-      }
-      cp_async_wait<0>();
-    }
-    __syncthreads();  // this tile's K / V (and Q) are visible to every thread
-    const float* tK = sK + stage * BN * LD;
-    const float* tV = sV + stage * BN * LD;
+    load_tile_async(sV, LD, BN, DT, keys, a.d, a.v.ptr, [&](int r) { return key_row(a.v, n0 + r); });
+  };
+  if (n_begin < n_end) load_k(n_begin);
+  cp_async_commit();  // Q and the first K tile
+  if (n_begin < n_end) load_v(n_begin);
+  cp_async_commit();  // the first V tile
+
+  for (int n0 = n_begin; n0 < n_end; n0 += BN) {
+    const int keys = min(BN, s.len_k - n0);
+    cp_async_wait<1>();  // this K tile (and Q); V's may still be in flight
+    __syncthreads();     // ... visible to every thread
     float sc[RM][CN];
 #pragma unroll
     for (int i = 0; i < RM; ++i)
 #pragma unroll
       for (int c = 0; c < CN; ++c) sc[i][c] = 0.f;
-    dot_nt(sc, sQ, LD, tK, LD, DT, l);
+    dot_nt(sc, sQ, LD, sK, LD, DT, l);
     const bool full = s.mask.tile_full(m0, m0 + rows, n0, n0 + BN) && keys == BN;
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
@@ -136,9 +127,14 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const sm80::FwdSeqArgs a)
 #pragma unroll
       for (int e = 0; e < 4 * DG; ++e) o[i][e] *= alpha;
     }
-    __syncthreads();
-    accum_pv(o, sP, LP, BN, tV, LD, l);
-    __syncthreads();  // P and this tile's K / V are consumed before they are overwritten
+    cp_async_wait<0>();  // this V tile
+    __syncthreads();     // P and V are visible; K's slot is free
+    if (n0 + BN < n_end) load_k(n0 + BN);
+    cp_async_commit();  // the next K tile (maybe an empty group)
+    accum_pv(o, sP, LP, BN, sV, LD, l);
+    __syncthreads();  // P and V are consumed
+    if (n0 + BN < n_end) load_v(n0 + BN);
+    cp_async_commit();  // the next V tile (maybe an empty group)
   }
   cp_async_wait<0>();  // no copy outlives the block (rows with no key tile)
 

@@ -87,25 +87,13 @@ __device__ __forceinline__ void accum_pv(float (&acc)[RM][DW], const float* sP, 
   }
 }
 
-// Copies `rows` rows of `d` floats (row r at src + r * row_stride, or at
-// row_ptr(r)) into a shared tile of `tile_rows` x `cols` with row pitch ld,
-// zero-filling the rows past `rows` and the columns past d: the products
-// above then need no bounds. d, the pitch and every row address are
-// multiples of 4 floats (the dispatch checks 16-byte alignment).
-template <class RowPtr>
-__device__ __forceinline__ void load_tile(float* s, int ld, int tile_rows, int cols, int rows, int d, RowPtr row_ptr) {
-  const int per_row = cols / 4;
-  for (int idx = threadIdx.x; idx < tile_rows * per_row; idx += kThreads) {
-    const int r = idx / per_row, c = 4 * (idx % per_row);
-    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (r < rows && c < d) x = ld4(row_ptr(r) + c);
-    *reinterpret_cast<float4*>(s + r * ld + c) = x;
-  }
-}
-
-// load_tile's asynchronous twin (cp.async; complete after cp_async_wait and
-// a barrier): rows past `rows` and columns past d are zero-filled without a
-// read. `any` is a valid address to name in the copies that read nothing.
+// Copies `rows` rows of `d` floats (row r at row_ptr(r)) into a shared tile
+// of `tile_rows` x `cols` with row pitch ld, asynchronously (cp.async;
+// complete after cp_async_wait and a barrier). Rows past `rows` and columns
+// past d are zero-filled without a read, so the products above need no
+// bounds; `any` is a valid address to name in the copies that read nothing.
+// d, the pitch and every row address are multiples of 4 floats (the
+// dispatch checks 16-byte alignment).
 template <class RowPtr>
 __device__ __forceinline__ void load_tile_async(float* s, int ld, int tile_rows, int cols, int rows, int d,
                                                 const void* any, RowPtr row_ptr) {
