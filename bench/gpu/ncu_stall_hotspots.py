@@ -29,7 +29,10 @@ txt=open(d+'/src.csv').read()
 for b in txt.split('"Kernel Name"')[1:]:
     lines=b.split('\n'); rows=list(csv.DictReader(io.StringIO('\n'.join(lines[1:]))))
     print('==',lines[0][:70])
-    for key in sys.argv[2].split(','):
+    keys = [k for k in sys.argv[2].split(',') if rows and k in rows[0]]
+    if rows and len(keys) < len(sys.argv[2].split(',')):
+        print('  (stall columns present:', ' '.join(k for k in rows[0] if k.startswith('stall_')), ')')
+    for key in keys:
         top=sorted(rows,key=lambda r:-int(r[key] or 0))[:6]
         print(' ',key,sum(int(r[key] or 0) for r in rows))
         for r in top: print('    %6s  %s'%(r[key], r['Source'][:70]))
