@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -14,15 +15,20 @@
 #include "cpu/cpu_backend.hpp"
 #include "support/harness.hpp"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace fa_test {
 namespace {
 
-// Sets FLASHATTN_CPU_ISA for one test and restores the caller's value.
+// Sets FLASHATTN_CPU_ISA for one test (nullptr: unsets it) and restores the
+// caller's value.
 class IsaScope {
  public:
   explicit IsaScope(const char* isa) {
     if (const char* old = std::getenv("FLASHATTN_CPU_ISA")) saved_ = old, had_ = true;
-    setenv("FLASHATTN_CPU_ISA", isa, 1);
+    isa ? setenv("FLASHATTN_CPU_ISA", isa, 1) : unsetenv("FLASHATTN_CPU_ISA");
   }
   ~IsaScope() { had_ ? setenv("FLASHATTN_CPU_ISA", saved_.c_str(), 1) : unsetenv("FLASHATTN_CPU_ISA"); }
 
@@ -104,6 +110,37 @@ TEST_P(CpuIsa, Backward) {
   const std::string why = missing(std::get<0>(GetParam()));
   if (!why.empty()) GTEST_SKIP() << why;
   check_backward(Device::CPU, std::get<1>(GetParam()));
+}
+
+// CPUID leaf 0's vendor string is "AuthenticAMD".
+bool cpu_is_amd() {
+#if defined(__x86_64__)
+  unsigned a = 0, regs[3] = {};
+  if (!__get_cpuid(0, &a, &regs[0], &regs[2], &regs[1])) return false;  // EBX, EDX, ECX
+  return std::memcmp(regs, "AuthenticAMD", 12) == 0;
+#else
+  return false;
+#endif
+}
+
+// The default path (FLASHATTN_CPU_ISA unset): below AMX, the AVX512-BF16 path
+// on AMD CPUs that have it (its bf16 GEMMs measured 1.4-2.1x the AVX-512
+// path's on Zen 4), and never on other vendors (0.6-0.7x on Intel;
+// bench/NOTES.md).
+TEST(CpuIsaDefault, Avx512Bf16OnAmdOnly) {
+  bool bf16_path = false;
+  {
+    IsaScope forced("avx512_bf16");
+    bf16_path = std::string(flashattn::detail::cpu::isa_name()) == "avx512_bf16";
+  }
+  IsaScope scope(nullptr);
+  const std::string got = flashattn::detail::cpu::isa_name();
+  if (got == "amx") GTEST_SKIP() << "this CPU has AMX: bf16 runs on tiles by default";
+  if (cpu_is_amd() && bf16_path) {
+    EXPECT_EQ(got, "avx512_bf16");
+  } else {
+    EXPECT_NE(got, "avx512_bf16");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, CpuIsa,

@@ -30,7 +30,7 @@ mkdir -p "$root/bench/results"
   echo "# device: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $threads threads"
   echo "# date: $(date -u +%FT%TZ)  commit: $(git -C "$root" rev-parse --short HEAD)  torch: $($py -c 'import torch; print(torch.__version__)')"
   echo "# command: bench/cpu/interleave.sh --rounds $rounds --seqlens $seqlens ${args[*]}"
-  echo "# cpu path: FLASHATTN_CPU_ISA=${FLASHATTN_CPU_ISA:-unset (best: amx > avx512 > avx2 > scalar)}"
+  echo "# cpu path: FLASHATTN_CPU_ISA=${FLASHATTN_CPU_ISA:-unset (best: amx > avx512_bf16 on AMD > avx512 > avx2 > scalar)}"
   echo "impl,pass,dtype,hdim,seqlen,causal,batch,heads,threads,median_ms,min_ms,max_ms,gflops"
   for r in $(seq 1 "$rounds"); do
     for s in ${seqlens//,/ }; do

@@ -19,7 +19,7 @@ mkdir -p "$root/bench/results"
   echo "# device: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $threads threads"
   echo "# date: $(date -u +%FT%TZ)  commit: $(git -C "$root" rev-parse --short HEAD)  torch: $($py -c 'import torch; print(torch.__version__)')"
   echo "# command: bench/cpu/run.sh $*"
-  echo "# cpu path: FLASHATTN_CPU_ISA=${FLASHATTN_CPU_ISA:-unset (best: amx > avx512 > avx2 > scalar)}"
+  echo "# cpu path: FLASHATTN_CPU_ISA=${FLASHATTN_CPU_ISA:-unset (best: amx > avx512_bf16 on AMD > avx512 > avx2 > scalar)}"
   # The host is shared: the load average says how much the other jobs took.
   echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   "$build/bench/bench_cpu" "$@"

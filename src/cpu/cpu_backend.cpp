@@ -29,6 +29,7 @@ enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3, Amx = 4 };
 // (bench/NOTES.md). FLASHATTN_CPU_ISA is still read per call (tests switch it).
 struct CpuFeatures {
   bool avx2 = false, avx512 = false, amx = false, avx512_bf16 = false;
+  bool amd = false;  // CPUID vendor "AuthenticAMD"
 };
 
 const CpuFeatures& cpu_features() {
@@ -43,6 +44,8 @@ const CpuFeatures& cpu_features() {
     c.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     c.avx512 = c.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    // Leaf 0: the vendor string in EBX, EDX, ECX.
+    if (__get_cpuid(0, &a, &b, &cx, &d)) c.amd = b == 0x68747541u && d == 0x69746e65u && cx == 0x444d4163u;
 #if defined(FLASHATTN_CPU_AMX)
     c.amx = c.avx512 && amx_usable();
     c.avx512_bf16 = c.avx512 && avx512_bf16_usable();
@@ -65,13 +68,19 @@ bool supported(Isa isa) {
   }
 }
 
-// The default order: AMX, AVX-512, AVX2, scalar. The AVX512-BF16 path runs
-// only when asked for: on the two CPUs it was measured on (Sapphire Rapids
-// class, where VDPBF16PS issues at the rate of two FP32 FMAs: 0.7x the
-// AVX-512 path; and a Xeon VM with avx512_bf16 but no AMX: 0.6x forward and
-// backward, bench/NOTES.md) it lost to widening bf16 into the fp32 kernels.
+// The default order: AMX; AVX512-BF16 on AMD CPUs; AVX-512, AVX2, scalar.
+// The AVX512-BF16 path (bf16 GEMMs on VDPBF16PS dot products) is the
+// default only where it was measured to win: on a Zen 4 EPYC, where a
+// VDPBF16PS does twice an FP32 FMA's multiply-adds at the same rate, its bf16
+// forward and backward ran 1.4-2.1x the AVX-512 path's (bench/NOTES.md,
+// "bf16 on AVX512-BF16 by default on AMD"); on the two Intel CPUs it was
+// measured on (Sapphire Rapids class, where VDPBF16PS issues at the rate of
+// two FP32 FMAs: 0.7x; a Xeon VM with avx512_bf16 but no AMX: 0.6x) it lost
+// to widening bf16 into the fp32 kernels, so there it runs only when asked.
 Isa best_supported() {
-  for (Isa isa : {Isa::Amx, Isa::Avx512, Isa::Avx2})
+  if (supported(Isa::Amx)) return Isa::Amx;
+  if (cpu_features().amd && supported(Isa::Avx512Bf16)) return Isa::Avx512Bf16;
+  for (Isa isa : {Isa::Avx512, Isa::Avx2})
     if (supported(isa)) return isa;
   return Isa::Scalar;
 }

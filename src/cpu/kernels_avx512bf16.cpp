@@ -1,7 +1,9 @@
 // CPU kernels for AVX512-BF16 without AMX (Cooper Lake, Zen 4): the AMX path's
 // bf16 kernels with their GEMMs on VDPBF16PS dot products
-// (kernels/dpbf16_gemm.hpp); fp32 and fp16 run the AVX-512 kernels. On a CPU
-// with AMX this path runs only when FLASHATTN_CPU_ISA=avx512_bf16 asks for it.
+// (kernels/dpbf16_gemm.hpp); fp32, fp16 and bf16 decode steps run the AVX-512
+// kernels. The default on AMD CPUs; elsewhere (Intel, where it measured
+// slower, and any CPU with AMX) only when FLASHATTN_CPU_ISA=avx512_bf16 asks
+// for it (cpu_backend.cpp says why).
 #define FA_ISA_NS avx512bf16
 #define FA_ISA_NAME "avx512_bf16"
 #define FA_KERNEL_TABLE_FN kernels_avx512bf16
@@ -10,6 +12,7 @@
 #define FA_NV 4
 #define FA_AMX 1
 #define FA_BF16_DOT 1
+#define FA_BF16_DECODE_AVX512 1
 // The AMX path's tile sizes (kernels_amx.cpp): the same operand packings.
 #define FA_FWD_BC 256
 #define FA_BR 256

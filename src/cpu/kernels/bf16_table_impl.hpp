@@ -10,10 +10,24 @@
 #include "cpu/kernel_table.hpp"
 #include "forward.hpp"
 
+#ifndef FA_BF16_DECODE_AVX512
+#define FA_BF16_DECODE_AVX512 0
+#endif
+
 namespace flashattn::detail::cpu {
 namespace {
 
-bool pairs_fwd(const FwdParams& p) { return p.dtype == DType::BF16; }
+// FA_BF16_DECODE_AVX512: decode steps (use_decode) go to the AVX-512 kernels,
+// which read 16-bit K/V rows in place; this path's decode copies each tile
+// into its pair layout first, and measured 1.4-1.7x slower for it
+// (avx512_bf16 on a Zen 4, bench/NOTES.md).
+bool pairs_fwd(const FwdParams& p) {
+  if (p.dtype != DType::BF16) return false;
+#if FA_BF16_DECODE_AVX512
+  if (p.heads_kv > 0 && FA_ISA_NS::use_decode(p)) return false;  // (heads_kv 0: an empty call)
+#endif
+  return true;
+}
 bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16; }
 
 int64_t fwd_tasks(const FwdParams& p) {
