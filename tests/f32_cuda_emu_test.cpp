@@ -197,6 +197,18 @@ TEST(F32Emu, CausalAlibiPerBatchTile256) {
   run_case(c, 4);
 }
 
+// Whole query and key tiles without softcap or ALiBi take the forward's
+// branch-free score loop: below the causal diagonal (with dropout, whose mask
+// must still stop at the last row), and a non-causal call of whole tiles.
+TEST(F32Emu, CausalDropoutWholeTilesTile128) {
+  Case c = make(1, 130, 130, 2, 1, 128);
+  c.causal = true;
+  c.p = 0.2f;
+  run_case(c, 6);
+}
+
+TEST(F32Emu, WholeTilesTile64) { run_case(make(1, 128, 128, 2, 2, 64), 7); }
+
 // Varlen: sequences of 5 / 0 / 40 queries and 9 / 3 / 70 keys, causal, in
 // packed rows; each sequence is checked against the reference run alone.
 TEST(F32Emu, VarlenCausalEmptySequence) {

@@ -91,8 +91,8 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
   };
   const float* k = rows_of(a.k, s.k_off + n0, hk);
   const float* v = rows_of(a.v, s.k_off + n0, hk);
-  load_tile_async(sK, LD, BK, DT, keys, a.d, a.k.ptr, [&](int r) { return k + r * a.k.ss; });
-  load_tile_async(sV, LD, BK, DT, keys, a.d, a.v.ptr, [&](int r) { return v + r * a.v.ss; });
+  load_rows_async<DT>(sK, LD, BK, keys, a.d, k, a.k.ss);
+  load_rows_async<DT>(sV, LD, BK, keys, a.d, v, a.v.ss);
 
   // The (query head, query tile) pairs that see any of this block's keys, in
   // a fixed order: every head of the group, its query tiles in order.
@@ -115,9 +115,8 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
     const int queries = min(BQ, s.len_q - t.q0);
     const float* q = rows_of(a.q, s.q_off + t.q0, t.h);
     const float* g = rows_of(a.dout, s.q_off + t.q0, t.h);
-    load_tile_async(sQ + stage * BQ * LD, LD, BQ, DT, queries, a.d, a.q.ptr, [&](int r) { return q + r * a.q.ss; });
-    load_tile_async(sdO + stage * BQ * LD, LD, BQ, DT, queries, a.d, a.dout.ptr,
-                    [&](int r) { return g + r * a.dout.ss; });
+    load_rows_async<DT>(sQ + stage * BQ * LD, LD, BQ, queries, a.d, q, a.q.ss);
+    load_rows_async<DT>(sdO + stage * BQ * LD, LD, BQ, queries, a.d, g, a.dout.ss);
   };
 
   float dk[RM][4 * DG], dv[RM][4 * DG];
@@ -235,8 +234,8 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
   const float* g = rows_of(a.dout, s.q_off + q0, h);
   const float* k = rows_of(a.k, s.k_off, hk);
   const float* v = rows_of(a.v, s.k_off, hk);
-  load_tile_async(sQ, LD, BQ, DT, queries, a.d, a.q.ptr, [&](int r) { return q + r * a.q.ss; });
-  load_tile_async(sdO, LD, BQ, DT, queries, a.d, a.dout.ptr, [&](int r) { return g + r * a.dout.ss; });
+  load_rows_async<DT>(sQ, LD, BQ, queries, a.d, q, a.q.ss);
+  load_rows_async<DT>(sdO, LD, BQ, queries, a.d, g, a.dout.ss);
   cp_async_commit();  // waited for with the first K / V tile (or at the end)
   float lse[RM], dsum[RM];
 #pragma unroll
@@ -259,9 +258,9 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
     const int keys = min(BK, s.len_k - n0);
     __syncthreads();  // the previous tile's K, V and dS are consumed
     // K and V in two groups: V's copy runs under S = Q K^T.
-    load_tile_async(sK, LD, BK, DT, keys, a.d, a.k.ptr, [&](int r) { return k + (n0 + r) * a.k.ss; });
+    load_rows_async<DT>(sK, LD, BK, keys, a.d, k + n0 * a.k.ss, a.k.ss);
     cp_async_commit();
-    load_tile_async(sV, LD, BK, DT, keys, a.d, a.v.ptr, [&](int r) { return v + (n0 + r) * a.v.ss; });
+    load_rows_async<DT>(sV, LD, BK, keys, a.d, v + n0 * a.v.ss, a.v.ss);
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();

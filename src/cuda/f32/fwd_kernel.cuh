@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(kThreads, FwdTile<DT>::MIN_BLOCKS) fwd_kernel(
   const uint32_t bh = a.dropout ? drop_row(a, b, h) : 0;
 
   const float* q = static_cast<const float*>(a.q.ptr) + b * a.q.sb + (s.q_off + m0) * a.q.ss + h * a.q.sh;
-  load_tile_async(sQ, LD, BM, DT, rows, a.d, a.q.ptr, [&](int r) { return q + r * a.q.ss; });
+  load_rows_async<DT>(sQ, LD, BM, rows, a.d, q, a.q.ss);
   const int32_t* table = a.block_table != nullptr ? a.block_table + b * a.bt_stride : nullptr;
   // Key row j of the sequence (paged: page table[j / page_size], whose batch stride is the page stride).
   auto key_row = [&](const sm80::Tensor4& t, int j) {
@@ -69,14 +69,15 @@ __global__ void __launch_bounds__(kThreads, FwdTile<DT>::MIN_BLOCKS) fwd_kernel(
   // K or V tile n0 into its slot (asynchronous: the caller commits). The
   // ring's order: K_i's copy runs under P_{i-1} V_{i-1}, V_i's under Q K_i^T,
   // so each wait finds its tile loaded while one product ran.
-  auto load_k = [&](int n0) {
+  auto load_kv = [&](float* dst, const sm80::Tensor4& t, int n0) {
     const int keys = min(BN, s.len_k - n0);
-    load_tile_async(sK, LD, BN, DT, keys, a.d, a.k.ptr, [&](int r) { return key_row(a.k, n0 + r); });
+    if (table != nullptr)
+      load_tile_async(dst, LD, BN, DT, keys, a.d, t.ptr, [&](int r) { return key_row(t, n0 + r); });
+    else
+      load_rows_async<DT>(dst, LD, BN, keys, a.d, key_row(t, n0), t.ss);
   };
-  auto load_v = [&](int n0) {
-    const int keys = min(BN, s.len_k - n0);
-    load_tile_async(sV, LD, BN, DT, keys, a.d, a.v.ptr, [&](int r) { return key_row(a.v, n0 + r); });
-  };
+  auto load_k = [&](int n0) { load_kv(sK, a.k, n0); };
+  auto load_v = [&](int n0) { load_kv(sV, a.v, n0); };
   if (n_begin < n_end) load_k(n_begin);
   cp_async_commit();  // Q and the first K tile
   if (n_begin < n_end) load_v(n_begin);
@@ -92,36 +93,58 @@ __global__ void __launch_bounds__(kThreads, FwdTile<DT>::MIN_BLOCKS) fwd_kernel(
 #pragma unroll
       for (int c = 0; c < CN; ++c) sc[i][c] = 0.f;
     dot_nt(sc, sQ, LD, sK, LD, DT, l);
-    const bool full = s.mask.tile_full(m0, m0 + rows, n0, n0 + BN) && keys == BN;
+    // Scores in natural units; -inf where the mask hides the key (or the row
+    // is past the sequence). A full tile (every row and key present and
+    // visible) without softcap or ALiBi, the common case, takes the
+    // branch-free loop: the general one's per-element mask and rule tests
+    // cost ~15 instructions a score (ncu).
+    const bool full = rows == BM && keys == BN && s.mask.tile_full(m0, m0 + rows, n0, n0 + BN);
+    if (full && rule.plain()) {
+#pragma unroll
+      for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int c = 0; c < CN; ++c) sc[i][c] *= rule.scale;
+    } else {
+#pragma unroll
+      for (int i = 0; i < RM; ++i) {
+        const int r = l.ty + kRowThreads * i, qi = m0 + r;
+#pragma unroll
+        for (int c = 0; c < CN; ++c) {
+          const int kj = n0 + l.tx + kColThreads * c;
+          const bool vis = r < rows && (full || s.mask.visible(qi, kj));
+          sc[i][c] = vis ? rule.score(sc[i][c], qi, kj) : -INFINITY;
+        }
+      }
+    }
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
       const int r = l.ty + kRowThreads * i, qi = m0 + r;
       float mx = -INFINITY;
 #pragma unroll
-      for (int c = 0; c < CN; ++c) {
-        const int kj = n0 + l.tx + kColThreads * c;
-        const bool vis = r < rows && (full || s.mask.visible(qi, kj));
-        sc[i][c] = vis ? rule.score(sc[i][c], qi, kj) : -INFINITY;
-        mx = fmaxf(mx, sc[i][c]);
-      }
+      for (int c = 0; c < CN; ++c) mx = fmaxf(mx, sc[i][c]);
       const float m_new = fmaxf(m_run[i], row_max(mx));
       const float m_use = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen no key yet
       const float alpha = expf(m_run[i] - m_use);
-      float sum = 0.f;
+      float sum = 0.f, p[CN];
 #pragma unroll
       for (int c = 0; c < CN; ++c) {
-        const int kj = n0 + l.tx + kColThreads * c;
-        const float p = expf(sc[i][c] - m_use);
-        sum += p;
-        float pv = p;
-        if (a.dropout && p > 0.f) {
-          const bool keep = keeps(a.rng, bh, qi, kj);
-          pv = keep ? p * a.keep_scale : 0.f;
-          if (a.dropout_mask != nullptr && keep)
-            a.dropout_mask[((static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + qi) * a.seqlen_k + kj] = 1;
-        }
-        sP[r * LP + l.tx + kColThreads * c] = pv;
+        p[c] = expf(sc[i][c] - m_use);
+        sum += p[c];
       }
+      if (a.dropout) {
+#pragma unroll
+        for (int c = 0; c < CN; ++c) {
+          const int kj = n0 + l.tx + kColThreads * c;
+          if (p[c] > 0.f) {
+            const bool keep = keeps(a.rng, bh, qi, kj);
+            p[c] = keep ? p[c] * a.keep_scale : 0.f;
+            if (a.dropout_mask != nullptr && keep)
+              a.dropout_mask[((static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + qi) * a.seqlen_k + kj] = 1;
+          }
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < CN; ++c) sP[r * LP + l.tx + kColThreads * c] = p[c];
       l_run[i] = l_run[i] * alpha + row_sum(sum);
       m_run[i] = m_new;
 #pragma unroll

@@ -105,6 +105,26 @@ __device__ __forceinline__ void load_tile_async(float* s, int ld, int tile_rows,
   }
 }
 
+// load_tile_async for rows `stride` floats apart from `first` (every tile
+// but a paged cache's), COLS the tile head dim: a thread's column is fixed
+// and its rows step by kThreads / (COLS / 4), so each copy's address is one
+// add (ncu: the general loader's per-copy row and 64-bit offset arithmetic
+// was a third of the forward's non-FFMA instructions).
+template <int COLS>
+__device__ __forceinline__ void load_rows_async(float* s, int ld, int tile_rows, int rows, int d, const float* first,
+                                                int64_t stride) {
+  constexpr int per_row = COLS / 4;
+  static_assert(kThreads % per_row == 0, "a thread's column must stay fixed");
+  constexpr int step = kThreads / per_row;
+  const int c = 4 * (threadIdx.x % per_row);
+  int r = threadIdx.x / per_row;
+  const float* src = first + r * stride + c;
+  for (; r < tile_rows; r += step, src += step * stride) {
+    const bool pred = r < rows && c < d;
+    cp_async_16(s + r * ld + c, pred ? src : first, pred);
+  }
+}
+
 // Row sum / max over the 8 threads of a row.
 __device__ __forceinline__ float row_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
@@ -124,6 +144,9 @@ struct ScoreRule {
   float scale, softcap, cap_scale;  // cap_scale = scale / softcap
   float slope;                      // ALiBi slope of this (batch, head); 0 = off
   int64_t diag;                     // len_k - len_q
+
+  // Neither softcap nor ALiBi: the score is raw * scale.
+  __device__ __forceinline__ bool plain() const { return softcap <= 0.f && slope == 0.f; }
 
   __device__ __forceinline__ float score(float raw, int64_t i, int64_t j, float* dscore = nullptr) const {
     float s = raw * scale;
