@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "f32/seq.cuh"
 #include "f32/tiles.cuh"
@@ -64,6 +65,13 @@ __device__ __forceinline__ Grad grad_of(const sm80::BwdArgs& a, const ScoreRule&
     pd = keep ? p * a.keep_scale : 0.f;
   }
   return {pd, p * (dp - dsum) * dscore};
+}
+
+// grad_of without softcap, ALiBi or dropout, the same arithmetic: the loop
+// over a whole visible tile then has no per-score tests (as the forward's).
+__device__ __forceinline__ Grad plain_grad(float scale, float raw, float raw_dp, float lse, float dsum) {
+  const float p = expf(raw * scale - lse);
+  return {p, p * (raw_dp - dsum) * scale};
 }
 
 template <int DT>
@@ -165,19 +173,26 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
       for (int c = 0; c < CN; ++c) st[i][c] = dpt[i][c] = 0.f;
     dot_nt(st, sK, LD, tQ, LD, DT, l);
     dot_nt(dpt, sV, LD, tdO, LD, DT, l);
+    const bool plain = keys == BK && queries == BQ && !a.dropout && rule.plain() &&
+                       s.mask.tile_full(q0, q0 + BQ, n0, n0 + BK);
+    auto grads = [&](auto is_plain) {  // one loop per case: no per-score branch on `plain`
 #pragma unroll
-    for (int i = 0; i < RM; ++i) {
-      const int r = l.ty + kRowThreads * i, kj = n0 + r;
+      for (int i = 0; i < RM; ++i) {
+        const int r = l.ty + kRowThreads * i, kj = n0 + r;
 #pragma unroll
-      for (int c = 0; c < CN; ++c) {
-        const int col = l.tx + kColThreads * c, qi = q0 + col;
-        Grad gr{0.f, 0.f};
-        if (r < keys && col < queries && s.mask.visible(qi, kj))
-          gr = grad_of(a, rule, bh, st[i][c], dpt[i][c], lse[c], dsum[c], qi, kj);
-        sP[r * LP + col] = gr.p_drop;
-        sdS[r * LP + col] = gr.ds;
+        for (int c = 0; c < CN; ++c) {
+          const int col = l.tx + kColThreads * c, qi = q0 + col;
+          Grad gr{0.f, 0.f};
+          if constexpr (decltype(is_plain)::value)
+            gr = plain_grad(rule.scale, st[i][c], dpt[i][c], lse[c], dsum[c]);
+          else if (r < keys && col < queries && s.mask.visible(qi, kj))
+            gr = grad_of(a, rule, bh, st[i][c], dpt[i][c], lse[c], dsum[c], qi, kj);
+          sP[r * LP + col] = gr.p_drop;
+          sdS[r * LP + col] = gr.ds;
+        }
       }
-    }
+    };
+    plain ? grads(std::true_type{}) : grads(std::false_type{});
     __syncthreads();
     accum_pv(dv, sP, LP, BQ, tdO, LD, l);
     accum_pv(dk, sdS, LP, BQ, tQ, LD, l);
@@ -273,18 +288,25 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
     cp_async_wait<0>();
     __syncthreads();
     dot_nt(dp, sdO, LD, sV, LD, DT, l);
+    const bool plain = keys == BK && queries == BQ && !a.dropout && rule.plain() &&
+                       s.mask.tile_full(q0, q0 + BQ, n0, n0 + BK);
+    auto grads = [&](auto is_plain) {  // one loop per case: no per-score branch on `plain`
 #pragma unroll
-    for (int i = 0; i < RM; ++i) {
-      const int r = l.ty + kRowThreads * i, qi = q0 + r;
+      for (int i = 0; i < RM; ++i) {
+        const int r = l.ty + kRowThreads * i, qi = q0 + r;
 #pragma unroll
-      for (int c = 0; c < CN; ++c) {
-        const int col = l.tx + kColThreads * c, kj = n0 + col;
-        float ds = 0.f;
-        if (r < queries && s.mask.visible(qi, kj))
-          ds = grad_of(a, rule, bh, sc[i][c], dp[i][c], lse[i], dsum[i], qi, kj).ds;
-        sdS[r * LP + col] = ds;
+        for (int c = 0; c < CN; ++c) {
+          const int col = l.tx + kColThreads * c, kj = n0 + col;
+          float ds = 0.f;
+          if constexpr (decltype(is_plain)::value)
+            ds = plain_grad(rule.scale, sc[i][c], dp[i][c], lse[i], dsum[i]).ds;
+          else if (r < queries && s.mask.visible(qi, kj))
+            ds = grad_of(a, rule, bh, sc[i][c], dp[i][c], lse[i], dsum[i], qi, kj).ds;
+          sdS[r * LP + col] = ds;
+        }
       }
-    }
+    };
+    plain ? grads(std::true_type{}) : grads(std::false_type{});
     __syncthreads();
     accum_pv(dq, sdS, LP, BK, sK, LD, l);
   }
