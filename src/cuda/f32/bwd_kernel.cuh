@@ -73,6 +73,13 @@ __device__ __forceinline__ Grad plain_grad(float scale, float raw, float raw_dp,
   const float p = expf(raw * scale - lse);
   return {p, p * (raw_dp - dsum) * scale};
 }
+// Whether plain_grad serves the whole tile of queries [q0, q0 + nq) x keys
+// [n0, n0 + nk): every row and key present (nq, nk the tile's full sizes
+// BQ, BK) and visible, and neither softcap, ALiBi nor dropout.
+__device__ __forceinline__ bool plain_tile(const sm80::BwdArgs& a, const Seq& s, const ScoreRule& rule, int q0,
+                                           int queries, int BQ, int n0, int keys, int BK) {
+  return queries == BQ && keys == BK && !a.dropout && rule.plain() && s.mask.tile_full(q0, q0 + BQ, n0, n0 + BK);
+}
 
 template <int DT>
 __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs a) {
@@ -133,10 +140,10 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
 #pragma unroll
     for (int e = 0; e < 4 * DG; ++e) dk[i][e] = dv[i][e] = 0.f;
 
-  QTile cur = next_visible({hk * a.group, -BQ});
-  if (s.len_q > 0 && cur.h < h_end) load_q(cur, 0);
+  QTile cur = next_visible({hk * a.group, -BQ});  // h_end when there is none (len_q 0 too)
+  if (cur.h < h_end) load_q(cur, 0);
   cp_async_commit();  // K, V and the first Q / dO tile
-  for (int it = 0; s.len_q > 0 && cur.h < h_end; ++it) {
+  for (int it = 0; cur.h < h_end; ++it) {
     const QTile nxt = next_visible(cur);
     const int stage = STAGES == 2 ? it & 1 : 0;
     if (STAGES == 2) {
@@ -173,8 +180,7 @@ __global__ void __launch_bounds__(kThreads) bwd_dkdv_kernel(const sm80::BwdArgs 
       for (int c = 0; c < CN; ++c) st[i][c] = dpt[i][c] = 0.f;
     dot_nt(st, sK, LD, tQ, LD, DT, l);
     dot_nt(dpt, sV, LD, tdO, LD, DT, l);
-    const bool plain = keys == BK && queries == BQ && !a.dropout && rule.plain() &&
-                       s.mask.tile_full(q0, q0 + BQ, n0, n0 + BK);
+    const bool plain = plain_tile(a, s, rule, q0, queries, BQ, n0, keys, BK);
     auto grads = [&](auto is_plain) {  // one loop per case: no per-score branch on `plain`
 #pragma unroll
       for (int i = 0; i < RM; ++i) {
@@ -288,8 +294,7 @@ __global__ void __launch_bounds__(kThreads) bwd_dq_kernel(const sm80::BwdArgs a)
     cp_async_wait<0>();
     __syncthreads();
     dot_nt(dp, sdO, LD, sV, LD, DT, l);
-    const bool plain = keys == BK && queries == BQ && !a.dropout && rule.plain() &&
-                       s.mask.tile_full(q0, q0 + BQ, n0, n0 + BK);
+    const bool plain = plain_tile(a, s, rule, q0, queries, BQ, n0, keys, BK);
     auto grads = [&](auto is_plain) {  // one loop per case: no per-score branch on `plain`
 #pragma unroll
       for (int i = 0; i < RM; ++i) {

@@ -38,8 +38,9 @@ struct FwdTile {
 };
 
 // Backward: accumulators at 64 registers per thread in each kernel (dK + dV:
-// 2 x rows x DT / 8; dQ: rows x DT / 8). Shared memory stays under 114 KB
-// a block so that two blocks share an SM.
+// 2 x rows x DT / 8; dQ: rows x DT / 8). Shared memory: dK/dV 90-112 KB, so
+// two blocks share an SM at every head dim; dQ 88-112 KB up to 128, 138 KB
+// (one block) at 256.
 template <int DT>
 struct BwdTile {
   // dK/dV kernel: key rows per thread, query columns per thread; the Q / dO
