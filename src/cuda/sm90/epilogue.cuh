@@ -123,6 +123,8 @@ struct Epilogue {
       uint16_t* row = base + static_cast<int64_t>(tile.q_off + g) * a.o_stride_seq;
 #pragma unroll
       for (int j = 0; j < kHeadDim / 8; ++j) {
+        // A head_dim below the tile's (a multiple of 8) ends between 8-column blocks.
+        if (8 * j >= a.head_dim) break;
         *reinterpret_cast<uint32_t*>(row + 8 * j) =
             E::pack(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
       }

@@ -147,9 +147,11 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (fp8 && p.head_dim != 128 && p.head_dim != 256) {
     return unsupported("float8_e4m3 head_dim " + std::to_string(p.head_dim) + " (built: 128, 256)");
   }
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
-    return unsupported("head_dim " + std::to_string(p.head_dim) + " (built: 64, 128, 256)");
+  if (p.head_dim <= 0 || p.head_dim > 256 || p.head_dim % 8 != 0) {
+    return unsupported("head_dim " + std::to_string(p.head_dim) +
+                       " (the tiles take multiples of 8 up to 256: 64, 128, 256 and those below them)");
   }
+  const int tile_d = tile_head_dim(p.head_dim);
   if (fp8 && (p.varlen() || p.has_variants())) {
     return unsupported("float8_e4m3 takes padded batches without ALiBi or dropout");
   }
@@ -195,12 +197,12 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   const int block_m =
-      choose_block_m(p.dtype, p.head_dim, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
+      choose_block_m(p.dtype, tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
                      p.alibi_slopes != nullptr);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
-  const int block_n = fp8 ? kFp8BlockN : block_n_for(static_cast<int>(p.head_dim));
+  const int block_n = fp8 ? kFp8BlockN : block_n_for(tile_d);
   std::string why = encode_tma_maps({{&args->tm_q, q, block_m}, {&args->tm_k, k, block_n}},
                                     map_batch, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.head_dim, out_dtype_for(p.dtype));
@@ -234,6 +236,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->seqlen_k = static_cast<int>(sk);
   args->heads_q = static_cast<int>(p.heads_q);
   args->group = static_cast<int>(p.heads_q / p.heads_kv);
+  args->head_dim = static_cast<int>(p.head_dim);
   args->window_left = clamp_window(p.window_left, sq, sk);
   args->window_right = clamp_window(p.window_right, sq, sk);
   const int64_t num_m = (sq + block_m - 1) / block_m;
@@ -261,7 +264,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
     return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
   }();
   args->pingpong = pingpong_env >= 0                 ? pingpong_env
-                   : FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK && p.head_dim <= 128 ? 1 : 0)
+                   : FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK && tile_d <= 128 ? 1 : 0)
                                                   : FLASHATTN_SM90_PINGPONG;
   args->grid_ctas = masked(p) && grid_schedule_forced() ? static_cast<int>(num_tiles)
                                                          : static_cast<int>(std::min<int64_t>(num_tiles, sms));
@@ -346,7 +349,7 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
                                : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
     }
     const bool bf16 = p.dtype == DType::BF16;
-    switch (p.head_dim) {
+    switch (tile_head_dim(p.head_dim)) {
       case 64:
         if (args.block_m == kShortMaskedBlockM) {
           return bf16 ? launch_fwd<__nv_bfloat16, 64, kShortMaskedBlockM>(args, stream)
