@@ -46,7 +46,9 @@ std::vector<VarlenCase> varlen_cases() {
   // mid-tile both ways, a zero-length query sequence.
   add(DType::BF16, {70, 200, 0, 1}, {150, 64, 9, 300}, 4, 2, 256, false);
   add(DType::F16, {129, 300}, {129, 300}, 4, 1, 64, true);
-  // Every sm80 backward tile (head dims 72 -> 96, 160 -> 192, 256) and the
+  // Every sm80 backward tile (head dims 72 -> 96, 160 -> 192, 256; on Hopper
+  // 72 and 160 take the sm90 tiles 128 and 256, the sm80 ones with
+  // FLASHATTN_DISABLE_SM90=1) and the
   // deterministic backward's own dQ kernel at each tile, fp16 and bf16: the
   // GPU's varlen kernel instantiations (h200_sanitize_all.sh's launch
   // coverage found these unlaunched; causal at head dim 64 for the Hopper

@@ -115,6 +115,7 @@ struct BwdKernelArgs {
   const int* cu_seqlens_k;
   int64_t ws_head_rows;
   int batch, seqlen_q, seqlen_q_pad, seqlen_k, heads_q, heads_kv, group;
+  int head_dim;  // the caller's: at most the tile's (tile_head_dim, tma_desc.hpp)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   float scale;       // softmax scale (dK's and dQ's final factor)
   // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e)); log2(e) for
@@ -145,7 +146,9 @@ struct BwdPrepArgs {
   // head stride.
   const int* cu_seqlens_q;
   int64_t ws_head_rows, total_q, lse_sh;
-  int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim;
+  // head_dim: the tile's (workspace rows, bwd_dq_stride); cols: the
+  // caller's head_dim (<= head_dim), the columns of O, dO and dQ.
+  int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim, cols;
   float scale;
 };
 

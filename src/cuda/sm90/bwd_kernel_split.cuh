@@ -267,6 +267,7 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
       Elem* rv = gdv + static_cast<int64_t>(seq.k_row + key) * a.dv_stride_seq + 2 * t4;
 #pragma unroll
       for (int j = 0; j < kHalf / 8; ++j) {
+        if (kHalf * cw + 8 * j >= a.head_dim) break;  // past the caller's head_dim
         *reinterpret_cast<uint32_t*>(rk + 8 * j) =
             E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale);
         *reinterpret_cast<uint32_t*>(rv + 8 * j) = E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]);

@@ -52,7 +52,7 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("kernel launch", e);
 
   const int64_t chunks = (kVarlen ? prep.total_q : static_cast<int64_t>(prep.batch) * prep.seqlen_q) *
-                         prep.heads_q * (kHeadDim / 8);
+                         prep.heads_q * (prep.cols / 8);
   if (chunks == 0) return Status::Ok();
   bwd_sm90_postprocess<Element, kVarlen><<<static_cast<unsigned>((chunks + 255) / 256), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("postprocess launch", e);

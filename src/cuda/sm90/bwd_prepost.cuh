@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
   }
   float sum = 0.f;
   const bool real = i < len;
-  if (real) {
+  if (real && 8 * g < a.cols) {  // the tile's columns past the caller's add nothing
     const T* o = static_cast<const T*>(a.o) + o_row + 8 * g;
     const T* d = static_cast<const T*>(a.dout) + do_row + 8 * g;
     const uint4 ov = *reinterpret_cast<const uint4*>(o);
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
 // Hq, D]).
 template <class T, bool kVarlen = false>
 __global__ void __launch_bounds__(256) bwd_sm90_postprocess(const BwdPrepArgs a) {
-  const int cpr = a.head_dim / 8;
+  const int cpr = a.cols / 8;  // the workspace rows are a.head_dim (the tile's) wide
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t total = (kVarlen ? a.total_q * a.heads_q : static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q) * cpr;
   if (idx >= total) return;

@@ -40,14 +40,6 @@ namespace flashattn::detail::cuda::sm90 {
 #define FLASHATTN_SM90_BLOCKM_HD128 192
 #endif
 constexpr int kNarrowBlockMHd128 = 128;
-// The head-dim tile a 16-bit head_dim (a multiple of 8 up to 256) runs on:
-// the next of 64, 128 and 256. The TMA maps span the caller's head_dim, so
-// the loads fill the tile's further columns with zeros (they add nothing to
-// Q K^T, and P V leaves zeros there), and O's stores leave them out (TMA
-// clips them; the direct stores test KernelArgs::head_dim).
-constexpr int tile_head_dim(int64_t head_dim) {
-  return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
-}
 constexpr int block_m_for(int head_dim) {
   return head_dim <= 64    ? FLASHATTN_SM90_BLOCKM_HD64
          : head_dim <= 128 ? FLASHATTN_SM90_BLOCKM_HD128
@@ -97,7 +89,7 @@ struct KernelArgs {
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;
-  int head_dim;  // the caller's: at most the tile's (tile_head_dim)
+  int head_dim;  // the caller's: at most the tile's (tile_head_dim, tma_desc.hpp)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;
   int num_tiles;  // num_m_blocks * heads_q * batch work tiles
