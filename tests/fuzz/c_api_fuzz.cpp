@@ -80,9 +80,12 @@ struct T {
   fa_tensor t{};
   std::shared_ptr<Storage> st;  // null: fake or null pointer (never touched)
   size_t off = 0;               // bytes from st's start
+  // The dims the harness itself walks: a mutated ndim (5, -1) is for the
+  // API to refuse; fa_tensor holds 4 shape and stride entries.
+  int dims() const { return t.ndim < 0 ? 0 : t.ndim > 4 ? 4 : t.ndim; }
   int64_t span() const {        // elements from data to the last one, + 1
     int64_t last = 0;
-    for (int i = 0; i < t.ndim; ++i) {
+    for (int i = 0; i < dims(); ++i) {
       if (t.shape[i] == 0) return 0;
       last += (t.shape[i] - 1) * t.stride[i];
     }
@@ -90,7 +93,7 @@ struct T {
   }
   int64_t numel() const {  // saturating: mutated shapes may be absurd
     int64_t n = 1;
-    for (int i = 0; i < t.ndim; ++i)
+    for (int i = 0; i < dims(); ++i)
       if (__builtin_mul_overflow(n, t.shape[i], &n)) return INT64_MAX;
     return n;
   }
@@ -102,9 +105,9 @@ struct T {
     int64_t idx[4] = {0, 0, 0, 0};
     for (int64_t e = 0; e < n; ++e) {
       int64_t at = 0;
-      for (int i = 0; i < t.ndim; ++i) at += idx[i] * t.stride[i];
+      for (int i = 0; i < dims(); ++i) at += idx[i] * t.stride[i];
       o.push_back(at);
-      for (int i = t.ndim - 1; i >= 0; --i) {
+      for (int i = dims() - 1; i >= 0; --i) {
         if (++idx[i] < t.shape[i]) break;
         idx[i] = 0;
       }
@@ -352,12 +355,12 @@ bool mutate(Bytes& in, Call& c, int m, bool* null_args, bool* null_bytes) {
       }
       return true;
     case kNegShape:
-      if (!x_used) return false;
-      x.t.shape[in.below(x.t.ndim)] = -1 - int64_t(in.u8());
+      if (!x_used || x.dims() == 0) return false;
+      x.t.shape[in.below(x.dims())] = -1 - int64_t(in.u8());
       return true;
     case kNegStride:
-      if (!x_used) return false;
-      x.t.stride[in.below(x.t.ndim)] = -1 - int64_t(in.u8());
+      if (!x_used || x.dims() == 0) return false;
+      x.t.stride[in.below(x.dims())] = -1 - int64_t(in.u8());
       return true;
     case kBatch:
       c.k.t.shape[0] += 1;
