@@ -282,7 +282,8 @@ Status with_workspace(const P& p, size_t bytes, Run run) {
 
 #ifdef FLASHATTN_WITH_SM90
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
-// included, and fp8; head dims 64/128/256) and everything else runs on the
+// included, and fp8; 16-bit head dims that are multiples of 8 up to 256 on the
+// 64/128/256 tiles, fp8 at 128 and 256) and everything else runs on the
 // sm80 kernels.
 // FLASHATTN_DISABLE_SM90=1 forces the sm80 path, so that it can be tested on
 // a Hopper GPU too.
@@ -300,7 +301,7 @@ bool use_sm90(const FwdParams& p) {
 #endif
 
 #ifdef FLASHATTN_WITH_SM90_BWD
-// The Hopper backward likewise (head dims 64, 128 and 256, fp16/bf16, softcap
+// The Hopper backward likewise (multiples of 8 up to 256 on the 64/128/256 tiles, fp16/bf16, softcap
 // and ALiBi too, padded or varlen batches, no dropout: sm90::can_implement_bwd);
 // deterministic=true orders its dQ additions by key tile
 // (sm90/bwd_kernel.cuh, bwd_dq_writer).
