@@ -234,7 +234,7 @@ TEST(CudaVariants, Alibi) {
   w.wl = 100;
   w.wr = 17;
   run_case(w, 4);
-  // The Hopper kernels' other tiles (head dims 64 and 256; on Hopper ALiBi
+  // The Hopper kernels' other tiles (head dims 64, 176 and 256; on Hopper ALiBi
   // without dropout runs there), GQA, Sq != Sk, one with a softcap too.
   Case d64 = make(DType::F16, 2, 300, 181, 4, 2);
   d64.D = 64;
@@ -249,6 +249,12 @@ TEST(CudaVariants, Alibi) {
   d256.alibi = 1;
   d256.softcap = 20.f;
   run_case(d256, 6);
+  Case d176 = make(DType::F16, 2, 131, 260, 4, 2);  // the forward's 192 tile, its last 16 columns zero
+  d176.D = 176;
+  d176.alibi = 2;
+  d176.softcap = 15.f;
+  d176.causal = true;
+  run_case(d176, 8);
 }
 
 TEST(CudaVariants, Dropout) {

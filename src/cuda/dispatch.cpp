@@ -283,7 +283,7 @@ Status with_workspace(const P& p, size_t bytes, Run run) {
 #ifdef FLASHATTN_WITH_SM90
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
 // included, and fp8; 16-bit head dims that are multiples of 8 up to 256 on the
-// 64/128/256 tiles, fp8 at 128 and 256) and everything else runs on the
+// 64/128/192/256 tiles, fp8 at 128 and 256) and everything else runs on the
 // sm80 kernels.
 // FLASHATTN_DISABLE_SM90=1 forces the sm80 path, so that it can be tested on
 // a Hopper GPU too.

@@ -63,8 +63,9 @@ std::vector<Case> large_cases(bool backward) {
     c.layout = kLayouts[idx++ % 4];
     v.push_back(c);
   };
-  // 267: Sq != Sk both ways, every dtype, most head dims (8, 72 and 192 run on
-  // the next tile up: 64, 128, 256).
+  // 267: Sq != Sk both ways, every dtype, most head dims (8 and 72 run on the
+  // next tile up, 64 and 128; 192 is a forward tile of its own on Hopper and
+  // runs the backward on 256).
   for (DType dt : kDtypes)
     for (int64_t d : {8, 72, 128, 192, 256})
       for (auto [sq, sk] : {std::pair<int64_t, int64_t>{267, 267}, {267, 17}, {17, 267}, {1, 267}})
@@ -235,6 +236,8 @@ std::vector<Case> many_tile_cases() {
   add(DType::BF16, 128, 2, 68, 68, 193, 193, false, 31, 5);  // window both sides
   add(DType::F16, 128, 2, 68, 34, 193, 301, true, -1, -1);   // Sq < Sk, GQA 2
   add(DType::BF16, 256, 1, 136, 17, 129, 129, true, -1, -1);
+  add(DType::F16, 192, 2, 68, 17, 200, 333, false, -1, -1);  // Hopper's 192 tile, GQA 4
+  add(DType::BF16, 168, 1, 136, 136, 131, 131, true, -1, -1);  // zero-filled columns of it
   return dedupe(v);
 }
 

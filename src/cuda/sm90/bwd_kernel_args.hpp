@@ -115,7 +115,7 @@ struct BwdKernelArgs {
   const int* cu_seqlens_k;
   int64_t ws_head_rows;
   int batch, seqlen_q, seqlen_q_pad, seqlen_k, heads_q, heads_kv, group;
-  int head_dim;  // the caller's: at most the tile's (tile_head_dim, tma_desc.hpp)
+  int head_dim;  // the caller's: at most the tile's (bwd_tile_head_dim, tma_desc.hpp)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   float scale;       // softmax scale (dK's and dQ's final factor)
   // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e)); log2(e) for

@@ -81,7 +81,7 @@ struct Layout {
 };
 Layout layout(const BwdParams& p) {
   Layout l;
-  const int bm = bwd_block_m(tile_head_dim(p.head_dim));
+  const int bm = bwd_block_m(bwd_tile_head_dim(p.head_dim));
   l.sq_pad = (p.seqlen_q + bm - 1) / bm * bm;
   l.head_rows = p.varlen() ? bwd_varlen_head_rows(p.total_q, p.batch, bm) : l.sq_pad;
   l.rows = (p.varlen() ? 1 : p.batch) * p.heads_q * l.head_rows;
@@ -90,7 +90,7 @@ Layout layout(const BwdParams& p) {
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
-  const size_t dq_stride = bwd_dq_stride(tile_head_dim(p.head_dim));
+  const size_t dq_stride = bwd_dq_stride(bwd_tile_head_dim(p.head_dim));
   l.order = l.dq + (rows * dq_stride * sizeof(float) + 255) / 256 * 256;
   l.total = l.order + (rows / bm) * sizeof(int);
   return l;
@@ -99,8 +99,8 @@ Layout layout(const BwdParams& p) {
 // Every check that needs no workspace; fills the tensor maps and scalars.
 Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("dtype must be fp16 or bf16");
-  // A head_dim between the tiles runs on the one above it (tile_head_dim).
-  if (p.head_dim <= 0 || p.head_dim > 256 || p.head_dim % 8 != 0 || !head_dim_built(tile_head_dim(p.head_dim))) {
+  // A head_dim between the tiles runs on the one above it (bwd_tile_head_dim, tma_desc.hpp).
+  if (p.head_dim <= 0 || p.head_dim > 256 || p.head_dim % 8 != 0 || !head_dim_built(bwd_tile_head_dim(p.head_dim))) {
     return unsupported("head_dim " + std::to_string(p.head_dim) + " (tiles built: " + kBuiltHeadDims +
                        "; a multiple of 8 runs on the tile at or above it)");
   }
@@ -136,8 +136,8 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   for (const TmaOperand* t : {&q, &dout, &k, &v}) {
     if (std::string m = tma_alignment_problem(*t, map_batch, 2); !m.empty()) return unsupported(m);
   }
-  const int block_m = bwd_block_m(tile_head_dim(p.head_dim));
-  const int block_n = bwd_block_n(tile_head_dim(p.head_dim));
+  const int block_m = bwd_block_m(bwd_tile_head_dim(p.head_dim));
+  const int block_n = bwd_block_n(bwd_tile_head_dim(p.head_dim));
   if (std::string why = encode_tma_maps({{&args->tm_q, q, block_m},
                                          {&args->tm_do, dout, block_m},
                                          {&args->tm_k, k, block_n},
@@ -250,7 +250,7 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     args.dq_accum = reinterpret_cast<float*>(ws + l.dq);
     args.dq_order = reinterpret_cast<int*>(ws + l.order);
     args.deterministic = p.deterministic ? 1 : 0;
-    const int block_n = bwd_block_n(tile_head_dim(p.head_dim));
+    const int block_n = bwd_block_n(bwd_tile_head_dim(p.head_dim));
     const int kv_tiles = static_cast<int>((p.seqlen_k + block_n - 1) / block_n);
     const bool reversed = p.deterministic && args.window_right >= 0;
     args.kv_tile_base = reversed ? kv_tiles - 1 : 0;
@@ -293,7 +293,7 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     prep.ws_head_rows = l.head_rows;
     prep.total_q = p.total_q;
     prep.lse_sh = p.lse_head_stride;
-    prep.head_dim = tile_head_dim(p.head_dim);
+    prep.head_dim = bwd_tile_head_dim(p.head_dim);
     prep.cols = static_cast<int>(p.head_dim);
     prep.scale = p.scale;
 

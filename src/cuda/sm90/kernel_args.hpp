@@ -18,6 +18,13 @@ namespace flashattn::detail::cuda::sm90 {
 #ifndef FLASHATTN_SM90_BLOCKN_HD128
 #define FLASHATTN_SM90_BLOCKN_HD128 128
 #endif
+// head_dim 192 (and the 16-bit head dims 136-184, fwd_tile_head_dim): 128
+// query rows on two consumer warpgroups, as 256; 112 keys keep S + O + P
+// (56 + 96 + 28 accumulator registers) inside the 240 a consumer gets and two
+// K/V stages (42 KB each) beside Q (48 KB), FA3's choice at this head dim.
+#ifndef FLASHATTN_SM90_BLOCKN_HD192
+#define FLASHATTN_SM90_BLOCKN_HD192 112
+#endif
 #ifndef FLASHATTN_SM90_BLOCKN_HD256
 #define FLASHATTN_SM90_BLOCKN_HD256 80
 #endif
@@ -48,6 +55,7 @@ constexpr int block_m_for(int head_dim) {
 constexpr int block_n_for(int head_dim) {
   return head_dim <= 64    ? FLASHATTN_SM90_BLOCKN_HD64
          : head_dim <= 128 ? FLASHATTN_SM90_BLOCKN_HD128
+         : head_dim <= 192 ? FLASHATTN_SM90_BLOCKN_HD192
                            : FLASHATTN_SM90_BLOCKN_HD256;
 }
 
@@ -89,7 +97,7 @@ struct KernelArgs {
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;
-  int head_dim;  // the caller's: at most the tile's (tile_head_dim, tma_desc.hpp)
+  int head_dim;  // the caller's: at most the tile's (fwd_tile_head_dim, tma_desc.hpp)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;
   int num_tiles;  // num_m_blocks * heads_q * batch work tiles

@@ -27,7 +27,7 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   // Softcap and ALiBi likewise (score_mod.cuh; their work would otherwise
   // sit in every kernel's loop), built for the tiles sm90_forward.cu's
   // choose_block_m gives them: two consumer warpgroups (head dims 64 and 128
-  // on 128 rows, 256), and ALiBi alone also on head dim 64's 192 rows.
+  // on 128 rows, 192, 256), and ALiBi alone also on head dim 64's 192 rows.
   auto* kernel = &fwd_kernel<T, false>;
   if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
     const bool varlen = args.cu_seqlens_q != nullptr;

@@ -149,9 +149,9 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   }
   if (p.head_dim <= 0 || p.head_dim > 256 || p.head_dim % 8 != 0) {
     return unsupported("head_dim " + std::to_string(p.head_dim) +
-                       " (the tiles take multiples of 8 up to 256: 64, 128, 256 and those below them)");
+                       " (the tiles take multiples of 8 up to 256: 64, 128, 192, 256 and those below them)");
   }
-  const int tile_d = tile_head_dim(p.head_dim);
+  const int tile_d = fwd_tile_head_dim(p.head_dim);
   if (fp8 && (p.varlen() || p.has_variants())) {
     return unsupported("float8_e4m3 takes padded batches without ALiBi or dropout");
   }
@@ -349,7 +349,7 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
                                : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
     }
     const bool bf16 = p.dtype == DType::BF16;
-    switch (tile_head_dim(p.head_dim)) {
+    switch (fwd_tile_head_dim(p.head_dim)) {
       case 64:
         if (args.block_m == kShortMaskedBlockM) {
           return bf16 ? launch_fwd<__nv_bfloat16, 64, kShortMaskedBlockM>(args, stream)
@@ -363,6 +363,9 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
         }
         return bf16 ? launch_fwd<__nv_bfloat16, 128>(args, stream)
                     : launch_fwd<__half, 128>(args, stream);
+      case 192:
+        return bf16 ? launch_fwd<__nv_bfloat16, 192>(args, stream)
+                    : launch_fwd<__half, 192>(args, stream);
       case 256:
         return bf16 ? launch_fwd<__nv_bfloat16, 256>(args, stream)
                     : launch_fwd<__half, 256>(args, stream);

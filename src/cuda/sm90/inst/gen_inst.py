@@ -9,7 +9,7 @@ DTYPES = {"bf16": "__nv_bfloat16", "fp16": "__half"}
 BWD_HEAD_DIMS = [64, 128, 256]  # bwd_traits.cuh: the backward is built for these
 
 # (head dim, query rows per tile) of the forward; "" = block_m_for's default.
-FWD_TILES = [(64, ""), (64, "128"), (128, ""), (128, "128"), (256, "")]
+FWD_TILES = [(64, ""), (64, "128"), (128, ""), (128, "128"), (192, ""), (256, "")]
 # The fp8 (e4m3) forward: head dims that are whole 128-byte atoms of fp8.
 FP8_FWD_TILES = [(128, "kFp8BlockMHd128"), (256, "")]
 
