@@ -7,7 +7,6 @@
 //   impl,pass,dtype,hdim,seqlen,causal,batch,heads,threads,median_ms,min_ms,max_ms,gflops
 // and ceiling rows: ceiling,<name>,...,value
 #include <cblas.h>
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "ceilings.hpp"
 #include "flashattn/flashattn.hpp"
 
 namespace {
@@ -43,60 +43,6 @@ Timing time_fn(const std::function<void()>& fn, int repeat, int warmup = 1) {
   std::sort(t.begin(), t.end());
   size_t n = t.size();
   return {n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), t.front(), t.back()};
-}
-
-// ---- ceilings ---------------------------------------------------------------
-
-// 24 independent accumulators hide the FMA latency (4 cycles x 2 ports + slack).
-// The file is compiled with -mavx512f (bench/CMakeLists.txt): a target
-// attribute would not reach the loop that OpenMP outlines from this function.
-double fma_peak_gflops() {
-  const long iters = 20'000'000;
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    auto t0 = Clock::now();
-    float sink = 0;
-#pragma omp parallel reduction(+ : sink)
-    {
-      __m512 acc[24];
-      for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(float(i) * 1e-3f);
-      const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-      // Fully unrolled so that acc[] lives in 24 zmm registers, not on the stack.
-      for (long it = 0; it < iters; ++it) {
-#pragma GCC unroll 24
-        for (int i = 0; i < 24; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-      }
-      __m512 s = acc[0];
-      for (int i = 1; i < 24; ++i) s = _mm512_add_ps(s, acc[i]);
-      sink += _mm512_reduce_add_ps(s);
-    }
-    double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-    double flops = 2.0 * 16 * 24 * double(iters) * omp_get_max_threads();
-    if (sink == 12345.f) std::printf("#\n");  // keep the loop alive
-    best = std::max(best, flops / sec * 1e-9);
-  }
-  return best;
-}
-
-double read_bandwidth_gbs() {
-  const size_t n = size_t(1) << 28;  // 1 GiB of floats
-  std::vector<float> x(n, 1.0f);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = Clock::now();
-    float total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
-    for (size_t c = 0; c < n / 64; ++c) {
-      const float* p = x.data() + c * 64;
-      __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)),
-                               _mm512_add_ps(_mm512_loadu_ps(p + 32), _mm512_loadu_ps(p + 48)));
-      total += _mm512_reduce_add_ps(s);
-    }
-    double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (total == 1.f) std::printf("#\n");
-    best = std::max(best, double(n) * 4 / sec * 1e-9);
-  }
-  return best;
 }
 
 // ---- naive attention over OpenBLAS -------------------------------------------
@@ -245,9 +191,11 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(omp_get_max_threads());
   std::printf("impl,pass,dtype,hdim,seqlen,causal,batch,heads,threads,median_ms,min_ms,max_ms,gflops\n");
   if (cfg.ceilings) {
-    std::fprintf(stderr, "ceilings...\n");
-    std::printf("ceiling,fma_peak,fp32,0,0,0,0,0,%d,0,0,0,%.1f\n", omp_get_max_threads(), fma_peak_gflops());
-    std::printf("ceiling,read_GBps,fp32,0,0,0,0,0,%d,0,0,0,%.1f\n", omp_get_max_threads(), read_bandwidth_gbs());
+    const Ceilings c = pick_ceilings();
+    std::fprintf(stderr, "ceilings (%s loops)...\n", c.isa);
+    std::printf("# ceilings: %s loops\n", c.isa);
+    std::printf("ceiling,fma_peak,fp32,0,0,0,0,0,%d,0,0,0,%.1f\n", omp_get_max_threads(), c.fma_peak_gflops());
+    std::printf("ceiling,read_GBps,fp32,0,0,0,0,0,%d,0,0,0,%.1f\n", omp_get_max_threads(), c.read_bandwidth_gbs());
   }
   std::mt19937 rng(7);
   std::normal_distribution<float> nd;
