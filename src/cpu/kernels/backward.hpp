@@ -43,6 +43,7 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 
 struct BwdLayout {
   int64_t dpad, tq, tk, steps, groups, chunk;
+  int64_t ldr;  // row stride of the Q, dO, dQ, K, dK, dV row buffers (tile_ld(dpad))
   // Per group (float offsets from the group's base).
   size_t kt, vt, kr, dk, dv, q, dout, dq, lse, dsum, per_group;
   // Per thread.
@@ -60,21 +61,22 @@ inline BwdLayout bwd_layout(const BwdParams& p, int nthreads) {
   // Enough groups per chunk for ~8 tasks per thread and step.
   const int64_t want = L.tk > 0 ? (8 * int64_t(nthreads) + L.tk - 1) / L.tk : 1;
   L.chunk = std::max<int64_t>(1, std::min(L.groups, want));
+  L.ldr = tile_ld(L.dpad);
   Carver c;
-  L.kt = c.take(L.tk * d * BC);     // K^T per tile: d x BC, zero padded past the tile end
-  L.vt = c.take(L.tk * d * BC);     // V^T per tile
-  L.kr = c.take(p.seqlen_k * L.dpad);  // K rows, zero padded to dpad
-  L.dk = c.take(p.seqlen_k * L.dpad);
-  L.dv = c.take(p.seqlen_k * L.dpad);
-  L.q = c.take(g * p.seqlen_q * L.dpad);     // (scale [/cap]) Q rows
-  L.dout = c.take(g * p.seqlen_q * L.dpad);  // dO rows
-  L.dq = c.take(g * p.seqlen_q * L.dpad);
+  L.kt = c.take(L.tk * d * BLD);    // K^T per tile: d x BC, rows BLD apart, zero padded past the tile end
+  L.vt = c.take(L.tk * d * BLD);    // V^T per tile
+  L.kr = c.take(p.seqlen_k * L.ldr);  // K rows, zero padded to dpad, ldr apart
+  L.dk = c.take(p.seqlen_k * L.ldr);
+  L.dv = c.take(p.seqlen_k * L.ldr);
+  L.q = c.take(g * p.seqlen_q * L.ldr);     // (scale [/cap]) Q rows
+  L.dout = c.take(g * p.seqlen_q * L.ldr);  // dO rows
+  L.dq = c.take(g * p.seqlen_q * L.ldr);
   L.lse = c.take(g * p.seqlen_q);   // LSE with -inf turned into +inf
   L.dsum = c.take(g * p.seqlen_q);  // D = rowsum(dO o O)
   L.per_group = c.floats;
   Carver t;
-  L.s = t.take(BR * BC);
-  L.dps = t.take(BR * BC);
+  L.s = t.take(BR * BLD);    // S then P: BR x BC, rows BLD apart
+  L.dps = t.take(BR * BLD);  // dP then dS
   L.kpos = t.take(BC);  // ALiBi: key positions of the tile as floats
   L.zr = t.take(BC);    // dropout: Z / (1 - p) of one row's keys
   L.per_thread = t.floats;
@@ -142,23 +144,23 @@ inline vf p_and_ds_variants(vf acc, vf bias, vf zr, vf lse, vf dsum, vf& dp, boo
 template <class T>
 void bwd_load_kv(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int64_t hk,
                  int64_t j) {
-  const int64_t d = p.head_dim, dp = L.dpad;
+  const int64_t d = p.head_dim, dp = L.dpad, ldr = L.ldr;
   const int64_t c0 = j * BC, nk = std::min(BC, p.seqlen_k - c0), nkc = round_up(nk, VW);
-  float *kt = G + L.kt + j * d * BC, *vt = G + L.vt + j * d * BC;
+  float *kt = G + L.kt + j * d * BLD, *vt = G + L.vt + j * d * BLD;
   auto K = rows_of<const T>(p.k, p.k_str, b, hk);
   auto V = rows_of<const T>(p.v, p.v_str, b, hk);
-  float* vrow = G + L.dv + c0 * dp;  // dV rows as scratch before zeroing them
+  float* vrow = G + L.dv + c0 * ldr;  // dV rows as scratch before zeroing them
   for (int64_t jj = 0; jj < nk; ++jj) {
-    float* kr = G + L.kr + (c0 + jj) * dp;
+    float* kr = G + L.kr + (c0 + jj) * ldr;
     load_row(K.row(c0 + jj), kr, d, 1.0f);
     for (int64_t k = d; k < dp; ++k) kr[k] = 0.0f;
     load_row(V.row(c0 + jj), vrow, d, 1.0f);
-    for (int64_t k = 0; k < d; ++k) { kt[k * BC + jj] = kr[k]; vt[k * BC + jj] = vrow[k]; }
+    for (int64_t k = 0; k < d; ++k) { kt[k * BLD + jj] = kr[k]; vt[k * BLD + jj] = vrow[k]; }
   }
   for (int64_t k = 0; k < d; ++k)
-    for (int64_t jj = nk; jj < nkc; ++jj) kt[k * BC + jj] = vt[k * BC + jj] = 0.0f;
-  std::memset(G + L.dk + c0 * dp, 0, sizeof(float) * size_t(nk * dp));
-  std::memset(G + L.dv + c0 * dp, 0, sizeof(float) * size_t(nk * dp));
+    for (int64_t jj = nk; jj < nkc; ++jj) kt[k * BLD + jj] = vt[k * BLD + jj] = 0.0f;
+  std::memset(G + L.dk + c0 * ldr, 0, sizeof(float) * size_t(nk * ldr));
+  std::memset(G + L.dv + c0 * ldr, 0, sizeof(float) * size_t(nk * ldr));
 }
 
 // Group prologue, query side: row i of query head hl of the group.
@@ -168,7 +170,7 @@ void bwd_load_q(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int
   const int64_t d = p.head_dim, dp = L.dpad, h = hk * p.group() + hl;
   const float qscale = q_factor(p.scale, p.softcap);
   const int64_t r = hl * p.seqlen_q + i;
-  float *q = G + L.q + r * dp, *dout = G + L.dout + r * dp, *dq = G + L.dq + r * dp;
+  float *q = G + L.q + r * L.ldr, *dout = G + L.dout + r * L.ldr, *dq = G + L.dq + r * L.ldr;
   load_row(rows_of<const T>(p.q, p.q_str, b, h).row(i), q, d, qscale);
   load_row(rows_of<const T>(p.dout, p.do_str, b, h).row(i), dout, d, 1.0f);
   load_row(rows_of<const T>(p.out, p.o_str, b, h).row(i), dq, d, 1.0f);  // O, briefly
@@ -183,11 +185,13 @@ void bwd_load_q(const BwdParams& p, const BwdLayout& L, float* G, int64_t b, int
 // P and dS of a tile pair in place, rows [r0, r0 + nq) x keys [c0, c0 + nk)
 // (ncols = nk rounded up to the vector width): s (scores, masked) becomes P,
 // dps (dP) becomes dS, with ALiBi and dropout when the problem has them
-// (kpos: the key positions, zr: a row of keep factors, both workspace).
+// (kpos: the key positions, zr: a row of keep factors, both workspace); rows
+// of s and dps are ld floats apart.
 // Shared by the fp32 backward and the bf16 one (backward_amx.hpp).
 inline void p_and_ds_rows(const BwdParams& p, int64_t b, int64_t head, int64_t r0, int64_t nq,
                           int64_t c0, int64_t nk, int64_t ncols, const float* lse,
-                          const float* dsum, const float* kpos, float* zr, float* s, float* dps) {
+                          const float* dsum, const float* kpos, float* zr, float* s, float* dps,
+                          int64_t ld) {
   const bool capped = p.softcap > 0.0f;
   const float cap = p.softcap;
   if (p.has_variants()) {
@@ -198,10 +202,10 @@ inline void p_and_ds_rows(const BwdParams& p, int64_t b, int64_t head, int64_t r
       if (var.dropout) var.keep_row(r0 + ii, c0, nk, zr);
       for (int64_t jj = 0; jj < ncols; jj += VW) {
         const vf bias = var.alibi ? var.bias(r0 + ii, vload(kpos + jj)) : vsplat(0.0f);
-        vf dpv = vload(dps + ii * BC + jj);
-        vstore(s + ii * BC + jj, p_and_ds_variants(vload(s + ii * BC + jj), bias, vload(zr + jj),
+        vf dpv = vload(dps + ii * ld + jj);
+        vstore(s + ii * ld + jj, p_and_ds_variants(vload(s + ii * ld + jj), bias, vload(zr + jj),
                                                    li, di, dpv, capped, cap));
-        vstore(dps + ii * BC + jj, dpv);
+        vstore(dps + ii * ld + jj, dpv);
       }
     }
     return;
@@ -209,9 +213,9 @@ inline void p_and_ds_rows(const BwdParams& p, int64_t b, int64_t head, int64_t r
   for (int64_t ii = 0; ii < nq; ++ii) {
     const vf li = vsplat(lse[ii]), di = vsplat(dsum[ii]);
     for (int64_t jj = 0; jj < ncols; jj += VW) {
-      vf dpv = vload(dps + ii * BC + jj);
-      vstore(s + ii * BC + jj, p_and_ds(vload(s + ii * BC + jj), li, di, dpv, capped, cap));
-      vstore(dps + ii * BC + jj, dpv);
+      vf dpv = vload(dps + ii * ld + jj);
+      vstore(s + ii * ld + jj, p_and_ds(vload(s + ii * ld + jj), li, di, dpv, capped, cap));
+      vstore(dps + ii * ld + jj, dpv);
     }
   }
 }
@@ -222,16 +226,16 @@ constexpr int64_t kBwdSubRows = 32;
 // One tile pair (query tile i, KV tile j) for every query head of the group.
 inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout& L, float* G,
                      float* W, int64_t i, int64_t j, int64_t b, int64_t hk) {
-  const int64_t d = p.head_dim, dp = L.dpad, g = p.group();
+  const int64_t d = p.head_dim, dp = L.dpad, ldr = L.ldr, g = p.group();
   const int64_t r0 = i * BR, nq = std::min(BR, p.seqlen_q - r0);
   const int64_t c0 = j * BC, nk = std::min(BC, p.seqlen_k - c0), nkc = round_up(nk, VW);
   const KeyRange kr = mask.keys(r0, r0 + nq);
   if (kr.empty() || kr.end <= c0 || kr.begin >= c0 + nk) return;
   const bool full = mask.tile_full(r0, r0 + nq, c0, c0 + nk);
 
-  const float *kt = G + L.kt + j * d * BC, *vt = G + L.vt + j * d * BC;
-  const float* krows = G + L.kr + c0 * dp;
-  float *dk = G + L.dk + c0 * dp, *dv = G + L.dv + c0 * dp;
+  const float *kt = G + L.kt + j * d * BLD, *vt = G + L.vt + j * d * BLD;
+  const float* krows = G + L.kr + c0 * ldr;
+  float *dk = G + L.dk + c0 * ldr, *dv = G + L.dv + c0 * ldr;
   float *s = W + L.s, *dps = W + L.dps;
   if (p.has_variants()) key_positions(W + L.kpos, c0, nk);
   // A partly visible tile runs in blocks of kBwdSubRows query rows, each over
@@ -252,18 +256,18 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
         if (ka.empty() || k0 >= k1) continue;
       }
       const int64_t nka = std::min(k1, nk) - k0;  // keys of the block
-      const float *q = G + L.q + (r + a) * dp, *dout = G + L.dout + (r + a) * dp;
+      const float *q = G + L.q + (r + a) * ldr, *dout = G + L.dout + (r + a) * ldr;
       const float *lse = G + L.lse + r + a, *dsum = G + L.dsum + r + a;
-      float* dq = G + L.dq + (r + a) * dp;
-      float *sa = s + a * BC + k0, *dpa = dps + a * BC + k0;
-      gemm<false>(na, k1 - k0, d, q, dp, 1, kt + k0, BC, sa, BC);       // S = (scale Q) K^T
-      gemm<false>(na, k1 - k0, d, dout, dp, 1, vt + k0, BC, dpa, BC);  // dP = dO V^T
-      if (!full) mask_rows(sa, BC, mask, r0 + a, na, c0 + k0, nka);
+      float* dq = G + L.dq + (r + a) * ldr;
+      float *sa = s + a * BLD + k0, *dpa = dps + a * BLD + k0;
+      gemm<false>(na, k1 - k0, d, q, ldr, 1, kt + k0, BLD, sa, BLD);       // S = (scale Q) K^T
+      gemm<false>(na, k1 - k0, d, dout, ldr, 1, vt + k0, BLD, dpa, BLD);  // dP = dO V^T
+      if (!full) mask_rows(sa, BLD, mask, r0 + a, na, c0 + k0, nka);
       p_and_ds_rows(p, b, hk * g + hl, r0 + a, na, c0 + k0, nka, k1 - k0, lse, dsum, W + L.kpos + k0,
-                    W + L.zr, sa, dpa);
-      gemm<true>(nka, dp, na, sa, 1, BC, dout, dp, dv + k0 * dp, dp);           // dV += P^T dO
-      gemm<true>(nka, dp, na, dpa, 1, BC, q, dp, dk + k0 * dp, dp);             // dK += dS^T (scale Q)
-      gemm<true>(na, dp, nka, dpa, BC, 1, krows + k0 * dp, dp, dq, dp);        // dQ += dS K
+                    W + L.zr, sa, dpa, BLD);
+      gemm<true>(nka, dp, na, sa, 1, BLD, dout, ldr, dv + k0 * ldr, ldr);     // dV += P^T dO
+      gemm<true>(nka, dp, na, dpa, 1, BLD, q, ldr, dk + k0 * ldr, ldr);       // dK += dS^T (scale Q)
+      gemm<true>(na, dp, nka, dpa, BLD, 1, krows + k0 * ldr, ldr, dq, ldr);  // dQ += dS K
     }
   }
 }
@@ -272,7 +276,7 @@ template <class T>
 void backward_t(const BwdParams& p, float* ws, int nthreads) {
   const WindowMask mask(p);
   const BwdLayout L = bwd_layout(p, nthreads);
-  const int64_t g = p.group(), d = p.head_dim, dp = L.dpad;
+  const int64_t g = p.group(), d = p.head_dim, ldr = L.ldr;
   const float kfac = p.softcap > 0.0f ? p.softcap : 1.0f;
   float* const wbase = ws + size_t(L.chunk) * L.per_group;
 #pragma omp parallel num_threads(nthreads)
@@ -307,15 +311,15 @@ void backward_t(const BwdParams& p, float* ws, int nthreads) {
         const int64_t gg = g0 + x / p.seqlen_k, jj = x % p.seqlen_k;
         const int64_t b = gg / p.heads_kv, hk = gg % p.heads_kv;
         const float* G = group_base(x / p.seqlen_k);
-        store_row(G + L.dk + jj * dp, rows_of<T>(p.dk, p.dk_str, b, hk).row(jj), d, kfac);
-        store_row(G + L.dv + jj * dp, rows_of<T>(p.dv, p.dv_str, b, hk).row(jj), d, 1.0f);
+        store_row(G + L.dk + jj * ldr, rows_of<T>(p.dk, p.dk_str, b, hk).row(jj), d, kfac);
+        store_row(G + L.dv + jj * ldr, rows_of<T>(p.dv, p.dv_str, b, hk).row(jj), d, 1.0f);
       }
 #pragma omp for schedule(static)
       for (int64_t x = 0; x < ng * qrows; ++x) {
         const int64_t gg = g0 + x / qrows, rr = x % qrows;
         const int64_t b = gg / p.heads_kv, h = (gg % p.heads_kv) * g + rr / p.seqlen_q;
         const float* G = group_base(x / qrows);
-        store_row(G + L.dq + rr * dp, rows_of<T>(p.dq, p.dq_str, b, h).row(rr % p.seqlen_q), d,
+        store_row(G + L.dq + rr * ldr, rows_of<T>(p.dq, p.dq_str, b, h).row(rr % p.seqlen_q), d,
                   p.scale);
       }
     }

@@ -162,7 +162,7 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
     for (int64_t ii = 0; ii < nq; ++ii)
       for (int64_t jj = 0; jj < nk16; jj += VW) vstore(s + ii * BC + jj, vload(s + ii * BC + jj) * qs);
     if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk);
-    p_and_ds_rows(p, b, hk * g + hl, r0, nq, c0, nk, nk16, lse, dsum, W + L.kpos, W + L.zr, s, dps);
+    p_and_ds_rows(p, b, hk * g + hl, r0, nq, c0, nk, nk16, lse, dsum, W + L.kpos, W + L.zr, s, dps, BC);
     // bf16 operands: P and dS in query pairs (rows past nq are zero), dS rows
     // with the keys past nk zeroed (they meet K's zero rows in dS K).
     const vf zero = vsplat(0.0f);

@@ -41,6 +41,7 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 
 struct FwdLayout {
   int64_t dpad;                              // head_dim rounded up to whole vectors
+  int64_t ldk = 0, ldv = 0;                  // row strides of the K and V tile buffers (tile_ld)
   size_t qt, k, v, s, o, m, l, al, tmp, lohi, qpos, zr, per_thread;  // float offsets in one thread's slice
   size_t qr = 0;  // (scale Q) rows of the first kDotCols columns, kDotCols x dpad (dot_rows)
   size_t qv = 0, kb16 = 0, vt16 = 0, pv = 0, ot = 0;  // AMX only (forward_amx.hpp): bf16 pairs per float
@@ -48,8 +49,8 @@ struct FwdLayout {
 
 // Query columns dot_rows computes a tile's scores for (their count rounded
 // up to a power of two), or 0 for the GEMM: a decode step's few columns, one
-// vector of them, head_dim a whole number of vectors (so K rows, in place
-// or converted, are d floats apart with no padding). load_columns keeps
+// vector of them, head_dim a whole number of vectors (so a K row, in place
+// or converted, is whole vectors with no padding). load_columns keeps
 // those columns' Q rows (L.qr) only then.
 inline int dot_cols(int64_t d, int64_t nq, int64_t ncol) {
   if (d % VW != 0 || ncol != VW || nq > kDotCols) return 0;
@@ -66,10 +67,12 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.qt = L.k = L.v = 0;
   L.s = c.take(FBC * 32);
 #else
-  L.qt = c.take(d * FBR);        // (scale Q)^T: d x FBR
-  L.k = c.take(FBC * d);         // K tile: FBC x d
-  L.v = c.take(FBC * L.dpad);    // V tile: FBC x dpad, zero padded
-  L.s = c.take(FBC * FBR);        // S^T then P^T: FBC x FBR
+  L.ldk = tile_ld(d);
+  L.ldv = tile_ld(L.dpad);
+  L.qt = c.take(d * FLD);        // (scale Q)^T: d x FBR, rows FLD apart
+  L.k = c.take(FBC * L.ldk);     // K tile: FBC x d, rows ldk apart
+  L.v = c.take(FBC * L.ldv);     // V tile: FBC x dpad, zero padded, rows ldv apart
+  L.s = c.take(FBC * FLD);       // S^T then P^T: FBC x FBR, rows FLD apart
 #endif
   L.o = c.take(FBR * L.dpad);    // unnormalised O: FBR x dpad
   L.m = c.take(FBR);
@@ -141,7 +144,7 @@ inline void pv_skipping_zeros(int64_t nq, int64_t dp, int64_t nk, const float* p
     float* oi = o + i * dp;
     for (int64_t k = 0; k < dp; ++k) oi[k] *= al[i];
     for (int64_t j = 0; j < nk; ++j) {
-      const float pij = pt[j * FBR + i];
+      const float pij = pt[j * FLD + i];
       if (pij == 0.0f) continue;
       const float* vj = vb + j * ldv;
       for (int64_t k = 0; k < dp; ++k) oi[k] += pij * vj[k];
@@ -163,10 +166,10 @@ inline bool in_place_tiles(int64_t d, int64_t nq, int64_t ncol) {
 template <class TK>
 void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, const float* qr, float* s) {
   switch (ndot) {  // (VW >= 4 in every build; 8 columns need VW >= 8)
-    case 1: dot_rows<1>(nk, d, k, ldk, qr, s, FBR); break;
-    case 2: dot_rows<2>(nk, d, k, ldk, qr, s, FBR); break;
-    case 4: dot_rows<4>(nk, d, k, ldk, qr, s, FBR); break;
-    default: dot_rows<kDotCols <= VW ? kDotCols : 4>(nk, d, k, ldk, qr, s, FBR); break;
+    case 1: dot_rows<1>(nk, d, k, ldk, qr, s, FLD); break;
+    case 2: dot_rows<2>(nk, d, k, ldk, qr, s, FLD); break;
+    case 4: dot_rows<4>(nk, d, k, ldk, qr, s, FLD); break;
+    default: dot_rows<kDotCols <= VW ? kDotCols : 4>(nk, d, k, ldk, qr, s, FLD); break;
   }
 }
 
@@ -229,7 +232,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     const bool check_v = partial || dropout;
     const bool tile_in_place = in_place && (kFloat || !check_v);
     const T *kin = nullptr, *vin = nullptr;  // rows read in place
-    int64_t ldk = d, ldv = dp;
+    int64_t ldk = L.ldk, ldv = L.ldv;
     bool vbad = false;
     if constexpr (std::is_same_v<KV, Rows<const T>>) {
       if (tile_in_place) {
@@ -241,11 +244,11 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     }
     if (!tile_in_place) {
       for (int64_t j = 0; j < nk; ++j) {
-        load_row(K.row(c0 + j), kb + j * d, d, 1.0f);
-        load_row(V.row(c0 + j), vb + j * dp, d, 1.0f);
-        for (int64_t k = d; k < dp; ++k) vb[j * dp + k] = 0.0f;
+        load_row(K.row(c0 + j), kb + j * ldk, d, 1.0f);
+        load_row(V.row(c0 + j), vb + j * ldv, d, 1.0f);
+        for (int64_t k = d; k < dp; ++k) vb[j * ldv + k] = 0.0f;
       }
-      vbad = check_v && has_nonfinite(vb, nk * dp);
+      for (int64_t j = 0; j < nk && check_v && !vbad; ++j) vbad = has_nonfinite(vb + j * ldv, dp);
     }
     // The next tile's K/V rows are prefetched a slice per column chunk of the
     // softmax below: spread out, the misses overlap the exp work instead of
@@ -257,11 +260,11 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     } else if (ndot) {
       scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, s);
     } else if constexpr (kFloat) {
-      gemm<false>(nk, cb1 - cb0, d, kin ? kin : kb, ldk, 1, qt + cb0, FBR, s + cb0, FBR);
+      gemm<false>(nk, cb1 - cb0, d, kin ? kin : kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     } else {
-      gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FBR, s + cb0, FBR);
+      gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     }
-    if (partial) mask_cols_abs(s + cb0, FBR, lo + cb0, hi + cb0, cb1 - cb0, c0, nk);
+    if (partial) mask_cols_abs(s + cb0, FLD, lo + cb0, hi + cb0, cb1 - cb0, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
     for (int64_t c = cb0; c < cb1; c += VW) {
@@ -273,18 +276,18 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       vf mx = vsplat(kNegInf);
       if (!alibi) {
         for (int64_t j = 0; j < nk; ++j) {
-          vf x = vload(s + j * FBR + c);
-          if (capped) { x = vsoftcap(x, cap); vstore(s + j * FBR + c, x); }
+          vf x = vload(s + j * FLD + c);
+          if (capped) { x = vsoftcap(x, cap); vstore(s + j * FLD + c, x); }
           mx = vmax(mx, x);
         }
       } else {
         const Variants va = *var;  // a local copy: no aliasing with the stores to s
         const vf qp = vload(ws + L.qpos + c);
         for (int64_t j = 0; j < nk; ++j) {
-          vf x = vload(s + j * FBR + c);
+          vf x = vload(s + j * FLD + c);
           if (capped) x = vsoftcap(x, cap);
           x += va.bias_q(qp, c0 + j);  // after the cap, as flash-attn
-          vstore(s + j * FBR + c, x);
+          vstore(s + j * FLD + c, x);
           mx = vmax(mx, x);
         }
       }
@@ -295,8 +298,8 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       vf alpha = vexp(mold - mu);
       vf sum = vsplat(0.0f);
       for (int64_t j = 0; j < nk; ++j) {
-        vf pj = vexp(vload(s + j * FBR + c) - mu);
-        vstore(s + j * FBR + c, pj);
+        vf pj = vexp(vload(s + j * FLD + c) - mu);
+        vstore(s + j * FLD + c, pj);
         sum += pj;
       }
       vstore(l + c, alpha * vload(l + c) + sum);
@@ -310,7 +313,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       for (int64_t c = cb0; c < cb0 + nr; ++c) {
         const int64_t i = var->row0 + c;
         var->keep_row(i, c0, nk, zr);
-        for (int64_t j = 0; j < nk; ++j) s[j * FBR + c] *= zr[j];
+        for (int64_t j = 0; j < nk; ++j) s[j * FLD + c] *= zr[j];
         if (var->mask) {
           int32_t* mrow = var->mask + i * var->seqlen_k;
           for (int64_t j = 0; j < nk; ++j)
@@ -327,9 +330,9 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
         pv_skipping_zeros(nr, dp, nk, s + cb0, vb, ldv, o + cb0 * dp, al + cb0);
       }
     } else if (vin) {
-      gemm<true, true>(nr, dp, nk, s + cb0, 1, FBR, vin, ldv, o + cb0 * dp, dp, al + cb0);
+      gemm<true, true>(nr, dp, nk, s + cb0, 1, FLD, vin, ldv, o + cb0 * dp, dp, al + cb0);
     } else {
-      gemm<true, true>(nr, dp, nk, s + cb0, 1, FBR, vb, ldv, o + cb0 * dp, dp, al + cb0);
+      gemm<true, true>(nr, dp, nk, s + cb0, 1, FLD, vb, ldv, o + cb0 * dp, dp, al + cb0);
     }
   }
 }
@@ -383,7 +386,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
       load_row(qrow, ws + L.qr + c * L.dpad, d, qscale);
     } else {
       load_row(qrow, tmp, d, qscale);
-      for (int64_t k = 0; k < d; ++k) qt[k * FBR + c] = tmp[k];
+      for (int64_t k = 0; k < d; ++k) qt[k * FLD + c] = tmp[k];
     }
     const KeyRange r = mask.keys(i);
     lo[c] = int32_t(r.begin);
@@ -398,7 +401,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   if constexpr (!kTiles) {
     if (!ndot) {
       for (int64_t k = 0; k < d; ++k)
-        for (int64_t c = nq; c < ncol; ++c) qt[k * FBR + c] = 0.0f;
+        for (int64_t c = nq; c < ncol; ++c) qt[k * FLD + c] = 0.0f;
     }
     for (int64_t c = nq; c < ndot; ++c) std::memset(ws + L.qr + c * L.dpad, 0, sizeof(float) * size_t(d));
   }

@@ -43,6 +43,22 @@ constexpr int64_t FBC = FA_FWD_BC;
 static_assert(BR % VW == 0 && BC % VW == 0 && FBR % VW == 0 && FBC % VW == 0,
               "tiles must be whole vectors wide");
 
+// Leading dimension (floats) of a tile buffer whose rows hold n floats: whole
+// cache lines, an odd number of them. The GEMMs read a column panel of such a
+// buffer one line per row, a row's length apart; with an even number of
+// lines per row (256 floats = 1 KB = 16 lines) those lines fell into a
+// fraction of the L1 sets (64 rows of 1 KB: 4 of 64 sets, 32 lines of room on
+// an 8-way L1) and evicted each other; with an odd number they spread over
+// every set.
+constexpr int64_t tile_ld(int64_t n) {
+  const int64_t lines = (n + 15) / 16;
+  return (lines % 2 == 1 ? lines : lines + 1) * 16;
+}
+// Forward: S^T / P^T (FBC x FBR) and (scale Q)^T (d x FBR) are FLD apart;
+// backward: S / P, dP / dS (BR x BC) and K^T, V^T (d x BC) are BLD apart.
+constexpr int64_t FLD = tile_ld(FBR);
+constexpr int64_t BLD = tile_ld(BC);
+
 // Rows of a [batch, seq, heads, head_dim] tensor for one (batch, head).
 template <class T>
 struct Rows {
