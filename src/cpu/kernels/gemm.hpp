@@ -87,12 +87,22 @@ template <bool kAcc, bool kScale, class TB>
 void gemm_block(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak,
                 const TB* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc, const float* row_scale) {
   static constexpr auto table = micro_table<kAcc, kScale, TB>(std::make_index_sequence<NV>());
+  // Where M is not a multiple of MR, the last two row blocks share their rows
+  // evenly (8 = 4 + 4 rather than 6 + 2 with AVX2's MR = 6): a block of one or
+  // two rows has too few accumulators to cover the FMA latency (2 x 2 of them
+  // against the 8 in flight that two FMA ports of 4-cycle latency need), so
+  // a decode step's P V (8 query rows) ran its last block at half rate. The
+  // k order of every sum is the same either way.
+  const int64_t tail = M > MR && M % MR != 0 ? MR + M % MR : 0;  // rows of the last two blocks
+  const int64_t m_even = M - tail;                                // rows in whole MR blocks before them
   for (int64_t n0 = 0; n0 < N; n0 += NR) {
     int64_t nv = (N - n0) / VW < NV ? (N - n0) / VW : NV;
-    for (int64_t m0 = 0; m0 < M; m0 += MR) {
+    for (int64_t m0 = 0; m0 < M;) {
       int64_t mr = M - m0 < MR ? M - m0 : MR;
+      if (tail && m0 >= m_even) mr = m0 == m_even ? tail / 2 : M - m0;
       table[nv - 1][mr - 1](K, A + m0 * am, am, ak, B + n0, ldb, C + m0 * ldc + n0, ldc,
                             kScale ? row_scale + m0 : nullptr);
+      m0 += mr;
     }
   }
 }
