@@ -46,7 +46,7 @@ def header(out):
                                     cwd=os.path.dirname(__file__)).stdout.strip() or "?"
         except OSError:
             commit = "?"
-    print(f"# device: {p.name}, driver {drv}; date {datetime.datetime.utcnow():%Y-%m-%dT%H:%MZ}; "
+    print(f"# device: {p.name}, driver {drv}; date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%MZ}; "
           f"flashattn commit {commit}; torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}",
           file=out, flush=True)
 
