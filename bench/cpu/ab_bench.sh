@@ -4,7 +4,7 @@
 #   bench/cpu/ab_bench.sh OUT.csv BASE_BENCH NEW_BENCH [--rounds 5] [bench_cpu args]
 # e.g. ... --hdims 128 --seqlens 2048 --dtypes fp32 --causal 0,1 --repeat 3 --no-backward
 # OUT.csv: bench_cpu's flashattn rows prefixed with build (base/new) and round;
-# then the per-shape rounds, medians and bests (ab_summary.py). A shared 2-core
+# then the per-shape rounds, medians and bests (ab_summary.py, which isa_ab.sh uses too). A shared 2-core
 # host moves by +-20% between rounds: read the medians and the bests together.
 set -euo pipefail
 out=$1 base=$2 new=$3

@@ -23,7 +23,7 @@ float hsum(vf v) {
 }
 
 // 24 independent accumulators hide the FMA latency (4-5 cycles x 2 ports +
-// slack); 16 on AVX2, whose 16 ymm registers must also hold a and b.
+// slack); 12 on AVX2, whose 16 ymm registers must also hold a and b.
 constexpr int kAcc = CEIL_VW == 16 ? 24 : 12;
 
 double fma_peak_gflops() {

@@ -3,7 +3,8 @@
 # (round, path), the paths alternated within each round so that all see the
 # same host load. Writes bench/results/cpu-isa-ab-<date>.csv (bench_cpu's
 # columns plus the path); the summary prints, per shape, each path's GFLOP/s
-# in every round and the ratio of the medians against the first path.
+# in every round, its median and best, and both against the first path
+# (ab_summary.py).
 #   bench/cpu/isa_ab.sh [--rounds 3] [--isas avx512,avx512_bf16] [bench_cpu args]
 # (e.g. --hdims 64,128,256 --seqlens 2048 --dtypes bf16 --causal 0,1 --repeat 3)
 set -euo pipefail
@@ -37,22 +38,4 @@ mkdir -p "$root/bench/results"
   done
 } > "$out"
 echo "wrote $out" >&2
-python3 - "$out" <<'PY'
-import collections, statistics, sys
-rows = collections.defaultdict(list)
-isas = []
-for line in open(sys.argv[1]):
-    if line.startswith("#") or line.startswith("isa,"):
-        continue
-    f = line.strip().split(",")
-    if f[0] not in isas:
-        isas.append(f[0])
-    rows[(f[3], f[4], f[5], f[6], f[7]), f[0]].append(float(f[-1]))
-shapes = sorted({k for k, _ in rows})
-print("pass dtype hdim seqlen causal | " + " | ".join(isas) + " | ratio of medians vs " + isas[0])
-for s in shapes:
-    cells = [" ".join(f"{x:.0f}" for x in rows[s, i]) for i in isas]
-    base = statistics.median(rows[s, isas[0]])
-    ratios = [f"{statistics.median(rows[s, i]) / base:.2f}" for i in isas[1:]]
-    print(" ".join(s), "|", " | ".join(cells), "|", " ".join(ratios))
-PY
+python3 "$root/bench/cpu/ab_summary.py" "$out"

@@ -35,9 +35,10 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 constexpr int64_t BR = FA_BR;  // query rows per tile (backward)
 constexpr int64_t BC = FA_BC;  // key rows per tile (backward)
 // Forward: tall query tiles cut how often each K/V tile is fetched and
-// converted per flop (256 rows measured ~6% faster than 128 single-threaded);
-// the per-thread working set (~450 KiB at d = 128, ~700 KiB at d = 256) still
-// sits in the 2 MiB L2.
+// converted per flop (256 rows measured ~6% faster than 128 single-threaded
+// on a 2 MiB-L2 Xeon); the per-thread working set (~450 KiB at d = 128, ~700
+// KiB at d = 256) outgrows a 512 KiB L2 (Zen 3), where 128 rows measured level
+// with 256 (bench/NOTES.md, "Zen 3"), so 256 stays everywhere.
 constexpr int64_t FBR = FA_FWD_BR;
 constexpr int64_t FBC = FA_FWD_BC;
 static_assert(BR % VW == 0 && BC % VW == 0 && FBR % VW == 0 && FBC % VW == 0,
