@@ -145,8 +145,20 @@ inline vf fold(vf a, vf b, std::index_sequence<I...>) {
   return __builtin_shufflevector(a, b, src_lane<VW, G, false>(int(I))...) +
          __builtin_shufflevector(a, b, src_lane<VW, G, true>(int(I))...);
 }
-// n vectors of VW partial sums (one per column) -> lane c of the result holds
-// column c's total, c < n (n a power of two, at most VW).
+// N vectors (N columns of G lanes each, or N aligned column groups) folded
+// pairwise down to one: the first log2(N) levels of fold_columns' tree.
+template <int N, int G = VW>
+[[gnu::always_inline]] inline vf fold_group(vf* v) {  // (GCC left it a call per key row)
+  if constexpr (N == 1) {
+    return v[0];
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < N / 2; ++i) v[i] = fold<G>(v[2 * i], v[2 * i + 1], std::make_index_sequence<VW>());
+    return fold_group<N / 2, G / 2>(v);
+  }
+}
+// n vectors of G-lane column groups (at G = VW: one column's VW partial sums
+// each) -> lane c of the result holds column c's total (n a power of two).
 template <int N, int G = VW>
 inline vf fold_columns(vf* v) {
   if constexpr (G == 1) {
@@ -155,12 +167,61 @@ inline vf fold_columns(vf* v) {
     v[0] = fold<G>(v[0], v[0], std::make_index_sequence<VW>());
     return fold_columns<1, G / 2>(v);
   } else {
-#pragma GCC unroll 8
-    for (int i = 0; i < N / 2; ++i) v[i] = fold<G>(v[2 * i], v[2 * i + 1], std::make_index_sequence<VW>());
-    return fold_columns<N / 2, G / 2>(v);
+    vf f = fold_group<N, G>(v);
+    return fold_columns<1, G / N>(&f);
   }
 }
 }  // namespace dot_detail
+
+// Register budget of dot_rows: CG query columns per pass over the head
+// dimension and KR key rows at a time, so that KR x CG accumulators, the KR
+// key vectors and one query vector fit the ISA's vector registers. With 16
+// (AVX2) all 8 columns of a GQA group at once took 2 x 8 accumulators plus
+// 3 operands, and GCC kept three accumulators on the stack inside the loop
+// (a load and a store per step on three FMA chains); AVX-512's 32 registers
+// keep the 2 x 8 block the tenth session measured.
+constexpr int kVecRegs = VW >= 16 ? 32 : 16;
+template <int NC>
+constexpr int kDotGroup = kVecRegs >= 32 || NC < 4 ? NC : 4;
+template <int NC>
+constexpr int kDotKeys = kVecRegs >= 32 ? 2 : (kVecRegs - 1) / (kDotGroup<NC> + 1);
+
+// Scores of KR key rows (k, row stride ldk) against NC query rows (q, NC x
+// d): one vector of NC sums per key row into s (row stride lds), lanes NC..
+// zeroed. Every (key, column) sum runs over the head dimension in the same
+// order and is folded by the same tree whatever KR and the column group, so
+// the register budget changes no score.
+template <int NC, int KR, class TK>
+inline void dot_block(int64_t d, const TK* k, int64_t ldk, const float* q, float* s, int64_t lds,
+                      const vi& keep) {
+  constexpr int CG = kDotGroup<NC>, NG = NC / CG;
+  vf grp[KR][NG];  // one vector per column group: its columns folded
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g) {
+    vf acc[KR][CG];
+#pragma GCC unroll 8
+    for (int r = 0; r < KR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < CG; ++c) acc[r][c] = vsplat(0.0f);
+    const float* qg = q + g * CG * d;
+    for (int64_t e = 0; e < d; e += VW) {
+      vf x[KR];
+#pragma GCC unroll 8
+      for (int r = 0; r < KR; ++r) x[r] = vload_row(k + r * ldk + e);
+#pragma GCC unroll 8
+      for (int c = 0; c < CG; ++c) {
+        const vf y = vload(qg + c * d + e);
+#pragma GCC unroll 8
+        for (int r = 0; r < KR; ++r) acc[r][c] += x[r] * y;
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < KR; ++r) grp[r][g] = dot_detail::fold_group<CG>(acc[r]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < KR; ++r)
+    vstore(s + r * lds, vsel(keep, dot_detail::fold_columns<NG, VW / CG>(grp[r]), vsplat(0.0f)));
+}
 
 // s[j * lds + c] = K[j * ldk + 0 .. d) . q[c * d + 0 .. d) for j < nk, c < NC
 // (NC a power of two, at most VW and kDotCols), and 0 for NC <= c < VW.
@@ -169,39 +230,13 @@ template <int NC, class TK>
 void dot_rows(int64_t nk, int64_t d, const TK* K, int64_t ldk, const float* q, float* s,
               int64_t lds) {
   static_assert(NC >= 1 && NC <= VW && NC <= kDotCols && (NC & (NC - 1)) == 0, "NC");
+  constexpr int KR = kDotKeys<NC>;
   vi keep;
 #pragma GCC unroll 16
   for (int i = 0; i < VW; ++i) keep[i] = i < NC ? -1 : 0;
   int64_t j = 0;
-  for (; j + 2 <= nk; j += 2) {
-    const TK *k0 = K + j * ldk, *k1 = k0 + ldk;
-    vf a0[NC], a1[NC];
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) a0[c] = a1[c] = vsplat(0.0f);
-    for (int64_t e = 0; e < d; e += VW) {
-      const vf x0 = vload_row(k0 + e), x1 = vload_row(k1 + e);
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) {
-        const vf y = vload(q + c * d + e);
-        a0[c] += x0 * y;
-        a1[c] += x1 * y;
-      }
-    }
-    vstore(s + j * lds, vsel(keep, dot_detail::fold_columns<NC>(a0), vsplat(0.0f)));
-    vstore(s + (j + 1) * lds, vsel(keep, dot_detail::fold_columns<NC>(a1), vsplat(0.0f)));
-  }
-  if (j < nk) {
-    const TK* k0 = K + j * ldk;
-    vf a0[NC];
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) a0[c] = vsplat(0.0f);
-    for (int64_t e = 0; e < d; e += VW) {
-      const vf x0 = vload_row(k0 + e);
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) a0[c] += x0 * vload(q + c * d + e);
-    }
-    vstore(s + j * lds, vsel(keep, dot_detail::fold_columns<NC>(a0), vsplat(0.0f)));
-  }
+  for (; j + KR <= nk; j += KR) dot_block<NC, KR>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
+  for (; j < nk; ++j) dot_block<NC, 1>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
 }
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
