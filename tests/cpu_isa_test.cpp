@@ -1,6 +1,7 @@
 // Each CPU SIMD path forced through FLASHATTN_CPU_ISA, against the fp64
 // reference under the rule (support/check.hpp): AMX tiles (bf16), AVX512-BF16
-// dot products (bf16), AVX-512.
+// dot products (bf16), AVX-512, AVX2 (16 vector registers: its own register
+// blocking, e.g. dot_rows' column passes) and scalar.
 // The paths the host does not pick by default would otherwise be tested only
 // on other machines. A forced path the CPU lacks is skipped, never lowered
 // silently: the test asks the backend which path it really runs.
@@ -61,7 +62,11 @@ std::vector<Case> isa_cases() {
   for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
     v.push_back(make(dt, 128, 267, 267, 2, 1, false));
     v.push_back(make(dt, 128, 300, 113, 4, 2, true));  // rows 0..186 see no key
+    // Decode with 8 query heads per KV head: dot_rows' 8 columns (on AVX2 two
+    // passes of 4 over 3 key rows at a time, then a 1-row tail: 1030 = 16 x 64 + 6).
+    v.push_back(make(dt, 128, 1, 1030, 16, 2, false));
     if (dt != DType::BF16) continue;
+    v.push_back(make(dt, 64, 1, 517, 4, 2, true));  // decode, 2 columns (5 key rows at a time on AVX2)
     v.push_back(make(dt, 64, 113, 1030, 4, 1, false, Layout::BHSD));
     v.push_back(make(dt, 64, 1, 1030, 8, 2, true));  // decode: packed GQA, split KV
     v.push_back(make(dt, 256, 17, 267, 2, 2, true, Layout::Packed, 2));
@@ -144,7 +149,7 @@ TEST(CpuIsaDefault, Avx512Bf16OnAmdOnly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, CpuIsa,
-                         ::testing::Combine(::testing::Values("amx", "avx512_bf16", "avx512"),
+                         ::testing::Combine(::testing::Values("amx", "avx512_bf16", "avx512", "avx2", "scalar"),
                                             ::testing::ValuesIn(isa_cases())),
                          isa_case_name);
 
