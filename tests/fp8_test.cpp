@@ -268,6 +268,15 @@ TEST_P(Fp8Invalid, KAndVMustBeFp8Too) {
   expect_refused(f, f.args(), ErrorCode::InvalidArgument, "v: expected dtype float8_e4m3");
 }
 
+TEST_P(Fp8Invalid, OneHeadDimForQKAndV) {
+  const Device dev = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP();
+  Fp8Args f = small_fp8(dev);
+  f.in.v = make_bshd(dev, DType::F8E4M3, Layout::BSHD, 1, 33, 2, 64);
+  f.out = make_bshd(dev, DType::BF16, Layout::BSHD, 1, 33, 2, 64);
+  expect_refused(f, f.args(), ErrorCode::Unsupported, "v: float8_e4m3 inputs need v's head_dim equal to q's");
+}
+
 TEST_P(Fp8Invalid, DescaleShapeDtypeAndInputDtype) {
   const Device dev = GetParam();
   if (!device_usable(dev)) GTEST_SKIP();

@@ -98,7 +98,15 @@ std::vector<Bad> bad_cases() {
   both("v_seqlen", [](TV&, TV&, TV& v, O&) { v.shape[1] -= 1; }, IA, "v");
   both("v_heads", [](TV&, TV&, TV& v, O&) { v.shape[2] = 1; }, IA, "v");
   both("k_head_dim", [](TV&, TV& k, TV&, O&) { k.shape[3] = 32; }, IA, "k");
-  both("v_head_dim", [](TV&, TV&, TV& v, O&) { v.shape[3] = 32; }, IA, "v");
+  both("v_head_dim_60", [](TV&, TV&, TV& v, O&) { v.shape[3] = 60; }, IA, "v");
+  // v may have a head dim of its own, and then out / dout / dv follow v.
+  fwd("out_follows_v_head_dim", [](ForwardArgs& a) { a.v.shape[3] = 32; }, IA, "out");
+  bwd("dv_follows_v_head_dim", [](BackwardArgs& a) {
+    for (auto* t : {&a.v, &a.out, &a.dout}) t->shape[3] = 32;
+  }, IA, "dv");
+  bwd("dq_follows_q_head_dim", [](BackwardArgs& a) {
+    for (auto* t : {&a.v, &a.out, &a.dout, &a.dv, &a.dq}) t->shape[3] = 32;
+  }, IA, "dq");
   fwd("out_seqlen", [](ForwardArgs& a) { a.out.shape[1] -= 1; }, IA, "out");
   fwd("out_heads", [](ForwardArgs& a) { a.out.shape[2] = 2; }, IA, "out");
   fwd("out_head_dim", [](ForwardArgs& a) { a.out.shape[3] = 32; }, IA, "out");

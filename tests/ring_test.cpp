@@ -350,13 +350,14 @@ class DeviceOnlyTransport final : public flashattn::ring::Transport {
 // Runs ring_forward once on fresh [1, 5, 2, D] CPU inputs of dtype `in_dt`
 // (output `out_dt`) through `transport` and checks that it is refused with
 // `code`, a message holding `needle`, and nothing written.
+// Dv: v's (and out's) head dim, 0 = D.
 void expect_refused(DType in_dt, DType out_dt, int64_t D, flashattn::ring::Transport& transport,
-                    flashattn::ErrorCode code, const std::string& needle) {
-  fa_test::QKV in = fa_test::make_qkv(Device::CPU, in_dt, Layout::BSHD, 1, 5, 5, 2, 2, D);
+                    flashattn::ErrorCode code, const std::string& needle, int64_t Dv = 0) {
+  fa_test::QKV in = fa_test::make_qkv(Device::CPU, in_dt, Layout::BSHD, 1, 5, 5, 2, 2, D, Dv);
   fa_test::fill_randn(in.q);
   fa_test::fill_randn(in.k);
   fa_test::fill_randn(in.v);
-  Tensor out = fa_test::make_contiguous(Device::CPU, out_dt, {1, 5, 2, D});
+  Tensor out = fa_test::make_contiguous(Device::CPU, out_dt, {1, 5, 2, Dv > 0 ? Dv : D});
   fa_test::CallGuard guard({&in.q, &in.k, &in.v}, {&out});
   flashattn::ring::RingForwardArgs a;
   a.q = in.q.view();
@@ -380,6 +381,13 @@ TEST(RingArgs, Fp8InputsAreRefused) {
   auto transports = flashattn::ring::make_local_ring(1, 5000);
   expect_refused(DType::F8E4M3, DType::BF16, 128, *transports[0], flashattn::ErrorCode::Unsupported,
                  "float8_e4m3");
+}
+
+// The ring's chunks and partial outputs have one head dim; forward() takes two.
+TEST(RingArgs, VHeadDimOfItsOwnIsRefused) {
+  auto transports = flashattn::ring::make_local_ring(1, 5000);
+  expect_refused(DType::F32, DType::F32, 16, *transports[0], flashattn::ErrorCode::Unsupported,
+                 "v: the ring needs v's head_dim equal to q's", 8);
 }
 
 TEST(RingArgs, ErrorsNameTheArgumentAndWriteNothing) {

@@ -196,6 +196,8 @@ std::vector<KvBad> kv_bad() {
          a.k_cache.shape[1] = a.v_cache.shape[1] = 12;
        }, "k_cache"},
       {"v_cache_shape", [](KvSetup&, A& a) { a.v_cache.shape[0] = 7; }, "v_cache"},
+      // forward() takes v with a head dim of its own; the KV cache does not.
+      {"v_cache_head_dim", [](KvSetup&, A& a) { a.v_cache.shape[3] = a.out.shape[3] = 32; }, "v_cache"},
       {"k_new_alone", [](KvSetup&, A& a) { a.v_new = {}; }, "v_new"},
       {"k_new_heads", [](KvSetup&, A& a) { a.k_new.shape[2] = 1; }, "k_new"},
       {"lens_float", [](KvSetup&, A& a) { a.cache_seqlens.dtype = DType::F32; }, "cache_seqlens"},

@@ -62,6 +62,15 @@ std::vector<VarlenCase> varlen_cases() {
       }
     }
   }
+  // v with a head dim of its own (DeepSeek's 192 / 128, and v the wider side),
+  // zero-length sequences, the deterministic backward.
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    add(dt, {23, 0, 70}, {41, 9, 70}, 4, 2, 192, true);
+    v.back().head_dim_v = 128;
+    add(dt, {5, 31}, {60, 0}, 2, 1, 64, false);
+    v.back().head_dim_v = 128;
+    v.back().deterministic = true;
+  }
   VarlenCase w;
   w.dtype = DType::F16;
   w.lens_q = {40, 129};

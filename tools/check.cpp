@@ -45,6 +45,7 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
   pb.heads_q = G;
   pb.heads_kv = 1;
   pb.head_dim = hp.D;
+  pb.head_dim_v = hp.Dv;
   pb.scale = scale;
   pb.causal = hp.opt.causal;
   pb.window_left = hp.opt.window_left;
@@ -58,20 +59,22 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
     const std::string where = "b" + std::to_string(b) + " kv-head " + std::to_string(hk);
     auto q = slice(hp.q, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G, hp.q_descale);
     auto k = slice(hp.k, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1, hp.k_descale);
-    auto v = slice(hp.v, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1, hp.v_descale);
-    auto dout = backward ? slice(hp.dout, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G)
+    auto v = slice(hp.v, hp.dtype, b, hp.Sk, hp.Hkv, hp.Dv, hk, 1, hp.v_descale);
+    auto dout = backward ? slice(hp.dout, hp.dtype, b, hp.Sq, hp.Hq, hp.Dv, hk * G, G)
                          : std::vector<double>{};
-    const ref::Magnitudes m = ref::magnitudes(q, k, v, dout, hp.D, scale);
+    const ref::Magnitudes m = ref::magnitudes(q, k, v, dout, hp.D, scale, hp.Dv);
     const size_t nq = q.size(), nk = k.size(), nl = size_t(G * hp.Sq);
+    const size_t no = size_t(hp.Sq * G * hp.Dv), nv = v.size();
+    const int64_t rule_d = std::max(hp.D, hp.Dv);  // the longer dot product bounds the rounding
 
-    std::vector<double> ref_out(nq), ref_lse(nl), naive_out, naive_lse;
+    std::vector<double> ref_out(no), ref_lse(nl), naive_out, naive_lse;
     ref::forward(pb, q.data(), k.data(), v.data(), ref_out.data(), ref_lse.data());
     ref::naive_forward(pb, hp.dtype, q, k, v, &naive_out, &naive_lse);
     // fp8: O is bf16 and judged as bf16 against the fp8 naive (P rounded to
     // e4m3 too); the LSE allows the fp8 MMA's score error (rule.hpp).
     const flashattn::DType out_dt = flashattn::detail::out_dtype_for(hp.dtype);
-    auto out = slice(hp.out, out_dt, b, hp.Sq, hp.Hq, hp.D, hk * G, G);
-    lines.push_back(line("out  " + where, ref::judge(out_dt, out, ref_out, naive_out, hp.Sk, hp.D, m.out)));
+    auto out = slice(hp.out, out_dt, b, hp.Sq, hp.Hq, hp.Dv, hk * G, G);
+    lines.push_back(line("out  " + where, ref::judge(out_dt, out, ref_out, naive_out, hp.Sk, rule_d, m.out)));
     if (!hp.lse.empty()) {
       std::vector<double> lse(hp.lse.begin() + (b * hp.Hq + hk * G) * hp.Sq,
                               hp.lse.begin() + (b * hp.Hq + hk * G + G) * hp.Sq);
@@ -81,16 +84,16 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
       lines.push_back(line("lse  " + where, ref::judge_lse(lse, ref_lse, naive_lse, hp.D, score_err)));
     }
     if (!backward) continue;
-    std::vector<double> rdq(nq), rdk(nk), rdv(nk), ndq, ndk, ndv;
+    std::vector<double> rdq(nq), rdk(nk), rdv(nv), ndq, ndk, ndv;
     ref::backward(pb, q.data(), k.data(), v.data(), dout.data(), rdq.data(), rdk.data(), rdv.data());
     ref::naive_backward(pb, hp.dtype, q, k, v, dout, &ndq, &ndk, &ndv);
     const int64_t col = std::max(hp.Sk, hp.Sq * G);  // the rule's L for dK/dV
     lines.push_back(line("dq   " + where, ref::judge(hp.dtype, slice(hp.dq, hp.dtype, b, hp.Sq, hp.Hq, hp.D, hk * G, G),
-                                                   rdq, ndq, hp.Sk, hp.D, m.dq)));
+                                                   rdq, ndq, hp.Sk, rule_d, m.dq)));
     lines.push_back(line("dk   " + where, ref::judge(hp.dtype, slice(hp.dk, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1),
-                                                   rdk, ndk, col, hp.D, m.dk)));
-    lines.push_back(line("dv   " + where, ref::judge(hp.dtype, slice(hp.dv, hp.dtype, b, hp.Sk, hp.Hkv, hp.D, hk, 1),
-                                                   rdv, ndv, col, hp.D, m.dv)));
+                                                   rdk, ndk, col, rule_d, m.dk)));
+    lines.push_back(line("dv   " + where, ref::judge(hp.dtype, slice(hp.dv, hp.dtype, b, hp.Sk, hp.Hkv, hp.Dv, hk, 1),
+                                                   rdv, ndv, col, rule_d, m.dv)));
   }
   return lines;
 }

@@ -10,7 +10,7 @@
 namespace fa_cli {
 
 struct HostProblem {
-  int64_t B, Sq, Sk, Hq, Hkv, D;
+  int64_t B, Sq, Sk, Hq, Hkv, D, Dv;  // Dv: v / out's head dim
   flashattn::DType dtype;
   flashattn::Options opt;
   // Host copies in the run's dtype storage, dense BSHD (out in

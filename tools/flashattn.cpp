@@ -36,6 +36,7 @@ commands:
 run options:
   --batch N         (1)          --heads N      query heads (16)
   --heads-kv N      (= heads)    --head-dim N   (128)
+  --head-dim-v N    v's head dim (= head-dim; e.g. 128 with --head-dim 192)
   --seqlen-q N      (4096)       --seqlen-k N   (= seqlen-q)
   --dtype fp32|fp16|bf16|e4m3 (bf16)  --causal  bottom-right aligned causal mask
                     (e4m3: fp8 forward, inputs quantised per tensor with
@@ -156,12 +157,13 @@ void fail(const flashattn::Status& s, const char* what) {
 }
 
 int cmd_run(const Args& a) {
-  require_known(a, {"batch", "heads", "heads-kv", "seqlen-q", "seqlen-k", "head-dim", "dtype",
+  require_known(a, {"batch", "heads", "heads-kv", "seqlen-q", "seqlen-k", "head-dim", "head-dim-v", "dtype",
                     "causal", "window-left", "window-right", "softcap", "scale", "backward",
                     "deterministic", "device", "threads", "repeat", "warmup", "check",
                     "check-heads", "seed"});
   const int64_t B = a.num("batch", 1), Hq = a.num("heads", 16), Hkv = a.num("heads-kv", Hq);
   const int64_t Sq = a.num("seqlen-q", 4096), Sk = a.num("seqlen-k", Sq), D = a.num("head-dim", 128);
+  const int64_t Dv = a.num("head-dim-v", D);
   const DType dt = parse_dtype(a.str("dtype", "bf16"));
   const std::string dev_s = a.str("device", "auto");
   Device dev;
@@ -187,12 +189,14 @@ int cmd_run(const Args& a) {
   opt.softmax_scale = float(a.real("scale", 0.0));
   opt.deterministic = a.flag("deterministic");
 
-  fa_cli::HostProblem hp{B, Sq, Sk, Hq, Hkv, D, dt, opt, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  fa_cli::HostProblem hp{B, Sq, Sk, Hq, Hkv, D, Dv, dt, opt, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   const size_t es = flashattn::dtype_size(dt);
   const DType out_dt = flashattn::detail::out_dtype_for(dt);  // fp8 attention writes bf16
   const size_t oes = flashattn::dtype_size(out_dt);
   const size_t nq = size_t(B * Sq * Hq * D), nk = size_t(B * Sk * Hkv * D), nl = size_t(B * Hq * Sq);
-  if (B < 0 || Hq < 0 || Hkv < 0 || Sq < 0 || Sk < 0 || D < 0) throw std::runtime_error("sizes must be >= 0");
+  const size_t no = size_t(B * Sq * Hq * Dv), nv = size_t(B * Sk * Hkv * Dv);  // out / dout, v / dv
+  if (B < 0 || Hq < 0 || Hkv < 0 || Sq < 0 || Sk < 0 || D < 0 || Dv < 0)
+    throw std::runtime_error("sizes must be >= 0");
 
   // Fresh random normal inputs.
   std::mt19937_64 rng(uint64_t(a.num("seed", 1)));
@@ -217,10 +221,10 @@ int cmd_run(const Args& a) {
   std::fprintf(stderr, "generating inputs...\n");
   hp.q = random_tensor(nq, fp8 ? &hp.q_descale : nullptr);
   hp.k = random_tensor(nk, fp8 ? &hp.k_descale : nullptr);
-  hp.v = random_tensor(nk, fp8 ? &hp.v_descale : nullptr);
-  if (bwd) hp.dout = random_tensor(nq, nullptr);
+  hp.v = random_tensor(nv, fp8 ? &hp.v_descale : nullptr);
+  if (bwd) hp.dout = random_tensor(no, nullptr);
 
-  fa_cli::Buffer q(dev, nq * es), k(dev, nk * es), v(dev, nk * es), out(dev, nq * oes),
+  fa_cli::Buffer q(dev, nq * es), k(dev, nk * es), v(dev, nv * es), out(dev, no * oes),
       lse(dev, nl * 4), descales(dev, 3 * sizeof(float));
   q.upload(hp.q.data());
   k.upload(hp.k.data());
@@ -231,8 +235,8 @@ int cmd_run(const Args& a) {
   flashattn::ForwardArgs fa;
   fa.q = flashattn::TensorView::contiguous(q.data(), dt, {B, Sq, Hq, D}, dev);
   fa.k = flashattn::TensorView::contiguous(k.data(), dt, {B, Sk, Hkv, D}, dev);
-  fa.v = flashattn::TensorView::contiguous(v.data(), dt, {B, Sk, Hkv, D}, dev);
-  fa.out = flashattn::TensorView::contiguous(out.data(), out_dt, {B, Sq, Hq, D}, dev);
+  fa.v = flashattn::TensorView::contiguous(v.data(), dt, {B, Sk, Hkv, Dv}, dev);
+  fa.out = flashattn::TensorView::contiguous(out.data(), out_dt, {B, Sq, Hq, Dv}, dev);
   fa.lse = flashattn::TensorView::contiguous(lse.data(), DType::F32, {B, Hq, Sq}, dev);
   fa.options = opt;
   if (fp8) {
@@ -258,13 +262,15 @@ int cmd_run(const Args& a) {
     }
     pairs = visible;
   }
-  const double fwd_flops = 4.0 * double(B) * double(Hq) * pairs * double(D);
+  // With v's own head dim: 2 * pairs * (D + Dv), the two products' FLOPs.
+  const double fwd_flops = 2.0 * double(B) * double(Hq) * pairs * double(D + Dv);
 
   std::printf("flashattn %s  device %s  threads %d\n", flashattn::version(),
               fa_cli::device_name(dev).c_str(), dev == Device::CPU ? omp_get_max_threads() : 0);
-  std::printf("shape  batch %lld  heads %lld/%lld (q/kv)  seqlen %lld/%lld (q/k)  head_dim %lld  %s%s%s\n",
+  const std::string dims = Dv == D ? std::to_string(D) : std::to_string(D) + " (v " + std::to_string(Dv) + ")";
+  std::printf("shape  batch %lld  heads %lld/%lld (q/kv)  seqlen %lld/%lld (q/k)  head_dim %s  %s%s%s\n",
               (long long)B, (long long)Hq, (long long)Hkv, (long long)Sq, (long long)Sk,
-              (long long)D, flashattn::dtype_name(dt), fp8 ? " (bfloat16 out)" : "",
+              dims.c_str(), flashattn::dtype_name(dt), fp8 ? " (bfloat16 out)" : "",
               opt.causal ? "  causal" : "");
 
   auto time_it = [&](const char* what, auto&& call, double flops) {
@@ -287,14 +293,14 @@ int cmd_run(const Args& a) {
   };
 
   time_it("forward", [&] { if (auto s = flashattn::forward(fa); !s.ok()) fail(s, "forward"); }, fwd_flops);
-  hp.out.resize(nq * oes);
+  hp.out.resize(no * oes);
   out.download(hp.out.data());
   hp.lse.resize(nl);
   lse.download(hp.lse.data());
 
   size_t bwd_ws = 0;
   if (bwd) {
-    fa_cli::Buffer dout(dev, nq * es), dq(dev, nq * es), dk(dev, nk * es), dv(dev, nk * es);
+    fa_cli::Buffer dout(dev, no * es), dq(dev, nq * es), dk(dev, nk * es), dv(dev, nv * es);
     dout.upload(hp.dout.data());
     flashattn::BackwardArgs ba;
     ba.q = fa.q;
@@ -302,17 +308,17 @@ int cmd_run(const Args& a) {
     ba.v = fa.v;
     ba.out = fa.out;
     ba.lse = fa.lse;
-    ba.dout = flashattn::TensorView::contiguous(dout.data(), dt, {B, Sq, Hq, D}, dev);
+    ba.dout = flashattn::TensorView::contiguous(dout.data(), dt, {B, Sq, Hq, Dv}, dev);
     ba.dq = flashattn::TensorView::contiguous(dq.data(), dt, {B, Sq, Hq, D}, dev);
     ba.dk = flashattn::TensorView::contiguous(dk.data(), dt, {B, Sk, Hkv, D}, dev);
-    ba.dv = flashattn::TensorView::contiguous(dv.data(), dt, {B, Sk, Hkv, D}, dev);
+    ba.dv = flashattn::TensorView::contiguous(dv.data(), dt, {B, Sk, Hkv, Dv}, dev);
     ba.options = opt;
     if (auto s = flashattn::backward_workspace_bytes(ba, &bwd_ws); !s.ok()) fail(s, "backward");
     time_it("backward", [&] { if (auto s = flashattn::backward(ba); !s.ok()) fail(s, "backward"); },
             2.5 * fwd_flops);
     hp.dq.resize(nq * es);
     hp.dk.resize(nk * es);
-    hp.dv.resize(nk * es);
+    hp.dv.resize(nv * es);
     dq.download(hp.dq.data());
     dk.download(hp.dk.data());
     dv.download(hp.dv.data());

@@ -6,7 +6,12 @@
 //
 // Tensors are [batch, seqlen, heads, head_dim] (BSHD) views with arbitrary
 // strides in elements (last dim contiguous). GQA: heads_q % heads_kv == 0 and
-// query head h reads kv head h / (heads_q / heads_kv). Causal masking is
+// query head h reads kv head h / (heads_q / heads_kv). v may have a head dim
+// Dv of its own (e.g. DeepSeek's 192 / 128; a multiple of 8 up to 256, not
+// with fp8, the KV cache or the ring): out / dout / dv are then [.., Dv] and
+// the default scale stays 1/sqrt(q's head_dim). Backends run one head dim,
+// so such a call pads the narrower side with zeros into workspace copies
+// (O(N * d) memory, counted by *_workspace_bytes). Causal masking is
 // bottom-right aligned (query i sees key j iff j <= i + Sk - Sq). A row that
 // sees no key gives O = 0 and LSE = -inf.
 //
@@ -130,8 +135,8 @@ struct Fp8Descale {
 };
 
 struct ForwardArgs {
-  TensorView q, k, v;  // [B, Sq, Hq, D], [B, Sk, Hkv, D], [B, Sk, Hkv, D]
-  TensorView out;      // [B, Sq, Hq, D], dtype of q (BF16 for F8E4M3 inputs)
+  TensorView q, k, v;  // [B, Sq, Hq, D], [B, Sk, Hkv, D], [B, Sk, Hkv, Dv]
+  TensorView out;      // [B, Sq, Hq, Dv], dtype of q (BF16 for F8E4M3 inputs)
   TensorView lse;      // optional (data == nullptr): fp32 [B, Hq, Sq] contiguous
   Options options;
   Varlen varlen;       // optional: packed [total, heads, head_dim] tensors

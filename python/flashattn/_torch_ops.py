@@ -107,7 +107,7 @@ def _fwd_impl(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: boo
     k, tk = _view("k", k)
     v, tv = _view("v", v)
     B, Sq, Hq = tq[5], tq[6], tq[7]
-    out, to = _empty_bshd(q.shape, q, tq)
+    out, to = _empty_bshd((B, Sq, Hq, v.shape[3]), q, tq)  # v's head dim (may differ from q's)
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
     fa_dev, idx = tq[2], tq[3]
     _capi.forward_packed(*tq, *tk, *tv, *to,
@@ -120,7 +120,7 @@ def _fwd_impl(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: boo
 @torch.library.custom_op("flashattn::fwd", mutates_args=())
 def fwd(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_left: int,
         window_right: int, softcap: float, deterministic: bool) -> Tuple[Tensor, Tensor]:
-    """Returns (out [B, Sq, Hq, D] in q's dtype, lse fp32 [B, Hq, Sq]).
+    """Returns (out [B, Sq, Hq, Dv] in q's dtype, Dv = v's head dim, lse fp32 [B, Hq, Sq]).
     softmax_scale 0 means 1/sqrt(head_dim); ``deterministic`` only matters to
     the backward (it is an input so the autograd context can see it)."""
     return _fwd_impl(q, k, v, softmax_scale, causal, window_left, window_right, softcap,
@@ -131,7 +131,7 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, win
 def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap, deterministic):
     B, Sq, Hq, D = q.shape
     torch._check(k.dim() == 4 and v.dim() == 4, lambda: "k, v: expected 4 dimensions")
-    return (q.new_empty((B, Sq, Hq, D)), q.new_empty((B, Hq, Sq), dtype=torch.float32))
+    return (q.new_empty((B, Sq, Hq, v.shape[3])), q.new_empty((B, Hq, Sq), dtype=torch.float32))
 
 
 def _bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
@@ -259,13 +259,14 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, softmax_
     """Exact attention softmax(scale * q k^T) v on torch tensors (CPU or CUDA).
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv,
-    head_dim] with heads_q % heads_kv == 0 (GQA/MQA).  float32, float16 or
-    bfloat16.  Causal masking is bottom-right aligned (query i sees key j iff
+    head_dim] with heads_q % heads_kv == 0 (GQA/MQA); v may have a head dim of
+    its own (e.g. 192 for q / k and 128 for v), which out then has.  float32,
+    float16 or bfloat16.  Causal masking is bottom-right aligned (query i sees key j iff
     j <= i + seqlen_k - seqlen_q); ``window=(left, right)`` is a sliding
     window, -1 = unbounded; ``softcap`` > 0 applies cap * tanh(s / cap).
     softmax_scale defaults to 1/sqrt(head_dim).
 
-    Returns out ([batch, seqlen_q, heads_q, head_dim], q's dtype) or, with
+    Returns out ([batch, seqlen_q, heads_q, v's head_dim], q's dtype) or, with
     return_lse=True, (out, lse) where lse is float32 [batch, heads_q,
     seqlen_q] (natural log; -inf for rows that see no key; not
     differentiable).  Differentiable in q, k, v.

@@ -68,7 +68,7 @@ def _fwd_impl(q, k, v, softmax_scale, causal, window_left, window_right, softcap
     v, tv = _view("v", v)
     B, Sq, Hq, Sk = tq[5], tq[6], tq[7], tk[6]
     alibi_slopes, ta = _slopes_arg(alibi_slopes, q, B, Hq)
-    out, to = _empty_bshd(q.shape, q, tq)
+    out, to = _empty_bshd((B, Sq, Hq, v.shape[3]), q, tq)  # v's head dim
     lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
     fa_dev, idx = tq[2], tq[3]
     if return_mask and dropout_p > 0:
@@ -103,7 +103,7 @@ def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap
     B, Sq, Hq, D = q.shape
     Sk = k.shape[1]
     mshape = (B, Hq, Sq, Sk) if (return_mask and dropout_p > 0) else (0,)
-    return (q.new_empty((B, Sq, Hq, D)), q.new_empty((B, Hq, Sq), dtype=torch.float32),
+    return (q.new_empty((B, Sq, Hq, v.shape[3])), q.new_empty((B, Hq, Sq), dtype=torch.float32),
             q.new_empty(mshape, dtype=torch.int32))
 
 

@@ -78,7 +78,7 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                      window_left: int, window_right: int, softcap: float,
                      deterministic: bool, alibi_slopes: Optional[Tensor] = None,
                      dropout_p: float = 0.0, seed: int = 0, offset: int = 0) -> Tuple[Tensor, Tensor]:
-    """(out [total_q, Hq, D], lse fp32 [Hq, total_q]): the body of
+    """(out [total_q, Hq, Dv], lse fp32 [Hq, total_q]; Dv = v's head dim): the body of
     torch.ops.flashattn.varlen_fwd, also called directly in plain eager mode
     (varlen_forward). The argument blocks go to fa_forward_varlen packed
     (_capi.FORWARD_PACK, VARLEN_PACK), as the padded call's do: filling ctypes
@@ -88,7 +88,7 @@ def _varlen_fwd_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     k, tk = _tvals("k", k, 3)
     v, tv = _tvals("v", v, 3)
     keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    T, H, D = tq[5], tq[6], tq[7]
+    T, H, D = tq[5], tq[6], tv[7]  # out has v's head dim (which may differ from q's)
     slopes, ta = _slopes_arg(alibi_slopes, q, keep[0].shape[0] - 1, H)
     dev, idx = tq[2], tq[3]
     out = torch.empty((T, H, D), dtype=q.dtype, device=q.device)
@@ -110,7 +110,7 @@ def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens
                window_left: int, window_right: int, softcap: float,
                deterministic: bool, alibi_slopes: Optional[Tensor] = None,
                dropout_p: float = 0.0, seed: int = 0, offset: int = 0) -> Tuple[Tensor, Tensor]:
-    """(out [total_q, Hq, D], lse fp32 [Hq, total_q])."""
+    """(out [total_q, Hq, Dv], lse fp32 [Hq, total_q]; Dv = v's head dim)."""
     return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                             softmax_scale, causal, window_left, window_right, softcap,
                             deterministic, alibi_slopes, dropout_p, seed, offset)
@@ -120,7 +120,8 @@ def varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens
 def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      softmax_scale, causal, window_left, window_right, softcap, deterministic,
                      alibi_slopes=None, dropout_p=0.0, seed=0, offset=0):
-    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+    return (q.new_empty((q.shape[0], q.shape[1], v.shape[2])),
+            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
 
 
 def _varlen_bwd_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,

@@ -87,7 +87,7 @@ def forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False
             softmax_scale: Optional[float] = None, window=(-1, -1), softcap: float = 0.0,
             out: Optional[np.ndarray] = None, lse: Optional[np.ndarray] = None):
     """Attention forward on CPU.  Returns ``(out, lse)``; ``out``/``lse`` may be
-    given to write into (out: q's shape and dtype, last axis contiguous; lse:
+    given to write into (out: q's shape with v's head dim, q's dtype, last axis contiguous; lse:
     float32 [B, Hq, Sq] C-contiguous)."""
     opts = resolve_options(causal, softmax_scale, window, softcap)
     keep: list = []
@@ -95,7 +95,7 @@ def forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False
     k, tk = _view("k", k, keep)
     v, tv = _view("v", v, keep)
     B, Sq, Hq, _ = q.shape
-    out, to = _out_view("out", out, q.shape, q.dtype, keep)
+    out, to = _out_view("out", out, (B, Sq, Hq, v.shape[3]), q.dtype, keep)
     if lse is None:
         lse = np.empty((B, Hq, Sq), dtype=np.float32)
     elif not (isinstance(lse, np.ndarray) and lse.shape == (B, Hq, Sq) and lse.dtype == np.float32

@@ -269,7 +269,10 @@ Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v
                    std::to_string(D));
   }
   if (Status s = check_bshd("k", k, {B, Sk, Hkv, D}); !s.ok()) return s;
-  if (Status s = check_bshd("v", v, {B, Sk, Hkv, D}); !s.ok()) return s;
+  // v may have a head dim of its own (out, dout and dv follow it), as in
+  // DeepSeek's 192 / 128 attention; the scale defaults to q's 1/sqrt(D).
+  const int64_t Dv = v.ndim == 4 ? v.shape[3] : D;
+  if (Status s = check_bshd("v", v, {B, Sk, Hkv, Dv}); !s.ok()) return s;
   if (Status s = check_same_place("k", k, q, q.dtype); !s.ok()) return s;
   if (Status s = check_same_place("v", v, q, q.dtype); !s.ok()) return s;
   if (Hkv == 0 && Hq != 0) return invalid("k: heads_kv is 0 but q has " + std::to_string(Hq) + " heads");
@@ -286,6 +289,15 @@ Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v
   if (D % 8 != 0 || D < 8 || D > kMaxHeadDim) {
     return invalid("q: head_dim must be a multiple of 8 in [8, " + std::to_string(kMaxHeadDim) +
                    "], got " + std::to_string(D));
+  }
+  if (Dv % 8 != 0 || Dv < 8 || Dv > kMaxHeadDim) {
+    return invalid("v: head_dim must be a multiple of 8 in [8, " + std::to_string(kMaxHeadDim) +
+                   "], got " + std::to_string(Dv));
+  }
+  if (Dv != D && q.dtype == DType::F8E4M3) {
+    return Status::Error(ErrorCode::Unsupported,
+                         "v: float8_e4m3 inputs need v's head_dim equal to q's (" + std::to_string(D) +
+                             "), got " + std::to_string(Dv));
   }
   if (!std::isfinite(opt.softmax_scale) || opt.softmax_scale < 0.0f) {
     return invalid("options.softmax_scale: expected a finite value >= 0 (0 = 1/sqrt(head_dim)), got " +
@@ -314,6 +326,7 @@ Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v
   p->heads_q = Hq;
   p->heads_kv = Hkv;
   p->head_dim = D;
+  p->head_dim_v = Dv;
   p->q = q.data;
   p->k = k.data;
   p->v = v.data;
@@ -540,8 +553,8 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
       return s;
     }
   }
-  const int64_t total_q = q.shape[1], total_k = k.shape[1], Hq = p->heads_q, D = p->head_dim;
-  if (Status s = check_bshd("out", out, {1, total_q, Hq, D}); !s.ok()) return s;
+  const int64_t total_q = q.shape[1], total_k = k.shape[1], Hq = p->heads_q, Dv = p->head_dim_v;
+  if (Status s = check_bshd("out", out, {1, total_q, Hq, Dv}); !s.ok()) return s;
   if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
   if (Status s = check_no_self_overlap("out", a.out); !s.ok()) return s;
   const bool has_lse = a.lse.data != nullptr;
@@ -596,16 +609,16 @@ Status make_backward_params_varlen(const BackwardArgs& a, BwdParams* p) {
     }
   }
   const int64_t Tq = q.shape[1], Tk = k.shape[1], Hq = p->heads_q, Hkv = p->heads_kv,
-                D = p->head_dim;
+                D = p->head_dim, Dv = p->head_dim_v;
   struct Spec {
     const char* name;
     const TensorView* t;
     const TensorView* orig;
     Dims dims;
   };
-  const Spec specs[] = {{"out", &out, &a.out, {1, Tq, Hq, D}}, {"dout", &dout, &a.dout, {1, Tq, Hq, D}},
-                        {"dq", &dq, &a.dq, {1, Tq, Hq, D}},    {"dk", &dk, &a.dk, {1, Tk, Hkv, D}},
-                        {"dv", &dv, &a.dv, {1, Tk, Hkv, D}}};
+  const Spec specs[] = {{"out", &out, &a.out, {1, Tq, Hq, Dv}}, {"dout", &dout, &a.dout, {1, Tq, Hq, Dv}},
+                        {"dq", &dq, &a.dq, {1, Tq, Hq, D}},     {"dk", &dk, &a.dk, {1, Tk, Hkv, D}},
+                        {"dv", &dv, &a.dv, {1, Tk, Hkv, Dv}}};
   for (const Spec& s : specs) {
     if (Status st = check_bshd(s.name, *s.t, s.dims); !st.ok()) return st;
     if (Status st = check_same_place(s.name, *s.orig, a.q, a.q.dtype); !st.ok()) return st;
@@ -660,8 +673,8 @@ Status make_forward_params(const ForwardArgs& a, FwdParams* p) noexcept {
     if (Status s = fill_common(a.q, a.k, a.v, a.options, p); !s.ok()) return s;
     if (Status s = fill_variants(a.options, a.q, p->batch, p); !s.ok()) return s;
     if (Status s = check_dropout_mask(a, *p); !s.ok()) return s;
-    const int64_t B = p->batch, Sq = p->seqlen_q, Hq = p->heads_q, D = p->head_dim;
-    if (Status s = check_bshd("out", a.out, {B, Sq, Hq, D}); !s.ok()) return s;
+    const int64_t B = p->batch, Sq = p->seqlen_q, Hq = p->heads_q, Dv = p->head_dim_v;
+    if (Status s = check_bshd("out", a.out, {B, Sq, Hq, Dv}); !s.ok()) return s;
     if (Status s = check_same_place("out", a.out, a.q, out_dtype_for(a.q.dtype)); !s.ok()) return s;
     if (Status s = check_no_self_overlap("out", a.out); !s.ok()) return s;
     if (Status s = fill_fp8_descale(a, p); !s.ok()) return s;
@@ -697,16 +710,16 @@ Status make_backward_params(const BackwardArgs& a, BwdParams* p) noexcept {
     if (Status s = refuse_fp8(*p, "backward()"); !s.ok()) return s;
     if (Status s = fill_variants(a.options, a.q, p->batch, p); !s.ok()) return s;
     const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, Hq = p->heads_q,
-                  Hkv = p->heads_kv, D = p->head_dim;
+                  Hkv = p->heads_kv, D = p->head_dim, Dv = p->head_dim_v;
     const DType dt = a.q.dtype;
     struct Spec {
       const char* name;
       const TensorView* t;
       Dims dims;
     };
-    const Spec specs[] = {{"out", &a.out, {B, Sq, Hq, D}}, {"dout", &a.dout, {B, Sq, Hq, D}},
-                          {"dq", &a.dq, {B, Sq, Hq, D}},   {"dk", &a.dk, {B, Sk, Hkv, D}},
-                          {"dv", &a.dv, {B, Sk, Hkv, D}}};
+    const Spec specs[] = {{"out", &a.out, {B, Sq, Hq, Dv}}, {"dout", &a.dout, {B, Sq, Hq, Dv}},
+                          {"dq", &a.dq, {B, Sq, Hq, D}},    {"dk", &a.dk, {B, Sk, Hkv, D}},
+                          {"dv", &a.dv, {B, Sk, Hkv, Dv}}};
     for (const Spec& s : specs) {
       if (Status st = check_bshd(s.name, *s.t, s.dims); !st.ok()) return st;
       if (Status st = check_same_place(s.name, *s.t, a.q, dt); !st.ok()) return st;
@@ -769,7 +782,8 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
     for (int i = 0; i < 4; ++i) {
       if (a.v_cache.shape[i] != a.k_cache.shape[i]) {
         return invalid("v_cache: shape " + shape_str(a.v_cache) + " differs from k_cache's " +
-                       shape_str(a.k_cache));
+                       shape_str(a.k_cache) +
+                       (i == 3 ? " (forward_kvcache takes one head_dim for K and V)" : ""));
       }
     }
     // The cache as the [B, capacity, Hkv, D] view the common checks take; a

@@ -9,10 +9,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 
 #include "amx_support.hpp"
+#include "common/head_dim_pad.hpp"
 #include "common/host_convert.hpp"
 #include "common/rotary.hpp"
 #include "fp8_forward.hpp"
@@ -214,11 +216,56 @@ void rotate_q(const FwdParams& p, void* dst) {
   }
 }
 
+// Host memory and row copies for common/head_dim_pad.hpp (v with a head
+// dim of its own): one allocation, rows copied in parallel.
+class PadOps {
+ public:
+  Status alloc(size_t bytes, void** base) {
+    scratch_ = std::make_unique<Scratch>(bytes);
+    if (bytes && !scratch_->data) return no_memory(bytes);
+    *base = scratch_->data;
+    return Status::Ok();
+  }
+  Status pad(const head_dim_pad::Rows& src, void* dst, int64_t width, size_t es) {
+    for_rows(src, es, [&](int64_t r, const char* row) {
+      char* d = static_cast<char*>(dst) + size_t(r * width) * es;
+      std::memcpy(d, row, size_t(src.cols) * es);
+      std::memset(d + size_t(src.cols) * es, 0, size_t(width - src.cols) * es);
+    });
+    return Status::Ok();
+  }
+  Status crop(const void* src, int64_t width, const head_dim_pad::Rows& dst, size_t es) {
+    for_rows(dst, es, [&](int64_t r, const char* row) {
+      std::memcpy(const_cast<char*>(row), static_cast<const char*>(src) + size_t(r * width) * es,
+                  size_t(dst.cols) * es);
+    });
+    return Status::Ok();
+  }
+
+ private:
+  // f(row index in [n0, n1, heads] order, address of the row in t).
+  template <class F>
+  static void for_rows(const head_dim_pad::Rows& t, size_t es, F f) {
+    const int64_t n = t.count();
+#pragma omp parallel for schedule(static) num_threads(thread_count(n))
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t h = r % t.heads, s = r / t.heads % t.n1, a = r / t.heads / t.n1;
+      f(r, static_cast<const char*>(t.ptr) + size_t(a * t.str.batch + s * t.str.seq + h * t.str.head) * es);
+    }
+  }
+  std::unique_ptr<Scratch> scratch_;
+};
+
 }  // namespace
 
 const char* isa_name() noexcept { return select().name; }
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
+  if (head_dim_pad::needed(p)) {
+    size_t pad = 0;
+    const FwdParams w = head_dim_pad::padded_shape(p, &pad);
+    return pad + forward_workspace_bytes(w);
+  }
   if (p.dtype == DType::F8E4M3) return fp8_copy_bytes(p) + forward_workspace_bytes(fp8_as_fp32_shape(p));
   const KernelTable& k = select();
   const int64_t tasks = k.forward_tasks(p);
@@ -227,6 +274,11 @@ size_t forward_workspace_bytes(const FwdParams& p) noexcept {
 }
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {
+  if (head_dim_pad::needed(p)) {
+    size_t pad = 0;
+    const BwdParams w = head_dim_pad::padded_shape(p, &pad);
+    return pad + backward_workspace_bytes(w);
+  }
   const KernelTable& k = select();
   const int64_t tasks = k.backward_tasks(p);
   if (tasks == 0) return 0;
@@ -236,6 +288,10 @@ size_t backward_workspace_bytes(const BwdParams& p) noexcept {
 Status forward(const FwdParams& p) noexcept {
   if (p.dtype == DType::F8E4M3) return fp8_forward(p, &forward);
   try {
+    if (head_dim_pad::needed(p)) {
+      PadOps ops;
+      return head_dim_pad::call(p, ops, [](const FwdParams& w) { return forward(w); });
+    }
     if (p.k_new && p.seqlens_k_add > 0) append_kv(p);
     // The kernels write the keep bits of visible entries only; the rest of
     // the returned mask (outside the causal/window mask) reads 0.
@@ -269,6 +325,10 @@ Status forward(const FwdParams& p) noexcept {
 
 Status backward(const BwdParams& p) noexcept {
   try {
+    if (head_dim_pad::needed(p)) {
+      PadOps ops;
+      return head_dim_pad::call(p, ops, [](const BwdParams& w) { return backward(w); });
+    }
     const KernelTable& k = select();
     const int64_t tasks = k.backward_tasks(p);
     if (tasks == 0) return Status::Ok();

@@ -16,6 +16,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "common/device_info.hpp"
 #include "cuda_check.hpp"
+#include "head_dim_pad.hpp"
 #include "sm80/kernel_traits.hpp"
 #include "sm80/fwd_plan.hpp"
 #include "common/sequence.hpp"
@@ -280,6 +281,44 @@ Status with_workspace(const P& p, size_t bytes, Run run) {
   return s.ok() ? r : s;
 }
 
+// Device memory and row copies for common/head_dim_pad.hpp (v with a head
+// dim of its own), on the call's stream.
+class PadOps {
+ public:
+  PadOps(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  Status alloc(size_t bytes, void** base) {
+    Status s = ws_.alloc(bytes, device_, stream_);
+    *base = ws_.get();
+    return s;
+  }
+  Status pad(const head_dim_pad::Rows& src, void* dst, int64_t width, size_t es) {
+    FA_CUDA_TRY(launch_pad_rows(src, dst, width, es, stream_));
+    return Status::Ok();
+  }
+  Status crop(const void* src, int64_t width, const head_dim_pad::Rows& dst, size_t es) {
+    FA_CUDA_TRY(launch_crop_rows(src, width, dst, es, stream_));
+    return Status::Ok();
+  }
+  Status release() { return ws_.release(); }
+
+ private:
+  int device_;
+  cudaStream_t stream_;
+  Workspace ws_;
+};
+
+// run(params with one head dim) on zero-padded copies (head_dim_pad.hpp).
+template <class Params, class Run>
+Status with_padded_head_dims(const Params& p, Run run) {
+  DeviceGuard guard;
+  Status s = guard.enter(p.device_index);
+  if (!s.ok()) return s;
+  PadOps ops(p.device_index, static_cast<cudaStream_t>(p.stream));
+  s = head_dim_pad::call(p, ops, run);
+  const Status r = ops.release();
+  return s.ok() ? r : s;
+}
+
 #ifdef FLASHATTN_WITH_SM90
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
 // included, and fp8; 16-bit head dims that are multiples of 8 up to 256 on the
@@ -366,6 +405,7 @@ Status can_implement(const AttnParams& p) noexcept {
 
 Status forward(const FwdParams& p) noexcept {
   try {
+    if (head_dim_pad::needed(p)) return with_padded_head_dims(p, [](const FwdParams& w) { return forward(w); });
     if (p.dtype == DType::F8E4M3) return forward_fp8(p);
     Kernels k;
     Status s = check_params(p, k);
@@ -479,6 +519,7 @@ Status backward_varlen(const BwdParams& p) {
 
 Status backward(const BwdParams& p) noexcept {
   try {
+    if (head_dim_pad::needed(p)) return with_padded_head_dims(p, [](const BwdParams& w) { return backward(w); });
     return p.varlen() ? backward_varlen(p) : backward_padded(p);
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "CUDA backend: unexpected exception in backward");
@@ -486,6 +527,11 @@ Status backward(const BwdParams& p) noexcept {
 }
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
+  if (head_dim_pad::needed(p)) {
+    size_t pad = 0;
+    const FwdParams w = head_dim_pad::padded_shape(p, &pad);
+    return pad + forward_workspace_bytes(w);
+  }
   if (p.dtype == DType::F32) return f32::fwd_workspace_bytes(p);
 #ifdef FLASHATTN_WITH_SM90
   if (p.dtype == DType::F8E4M3 || use_sm90(p)) return sm90::workspace_bytes(p);
@@ -500,6 +546,11 @@ size_t forward_workspace_bytes(const FwdParams& p) noexcept {
 }
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {
+  if (head_dim_pad::needed(p)) {
+    size_t pad = 0;
+    const BwdParams w = head_dim_pad::padded_shape(p, &pad);
+    return pad + backward_workspace_bytes(w);
+  }
   if (p.dtype == DType::F32) return f32::bwd_workspace_bytes(p);
 #ifdef FLASHATTN_WITH_SM90_BWD
   if (use_sm90_bwd(p)) return sm90::bwd_workspace_bytes(p);

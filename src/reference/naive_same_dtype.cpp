@@ -55,15 +55,17 @@ float round_to(DType dt, float f) {
 }
 
 struct Dims {
-  int64_t B, Sq, Sk, H, Hkv, D, group;
+  int64_t B, Sq, Sk, H, Hkv, D, Dv, group;
   float scale, cap;
   explicit Dims(const Problem& p)
       : B(p.batch), Sq(p.seqlen_q), Sk(p.seqlen_k), H(p.heads_q), Hkv(p.heads_kv),
-        D(p.head_dim), group(p.heads_kv ? p.heads_q / p.heads_kv : 1),
+        D(p.head_dim), Dv(p.dim_v()), group(p.heads_kv ? p.heads_q / p.heads_kv : 1),
         scale(static_cast<float>(p.scale == 0 ? 1.0 / std::sqrt(double(p.head_dim)) : p.scale)),
         cap(static_cast<float>(p.softcap)) {}
   int64_t qi(int64_t b, int64_t s, int64_t h) const { return ((b * Sq + s) * H + h) * D; }
   int64_t ki(int64_t b, int64_t s, int64_t h) const { return ((b * Sk + s) * Hkv + h) * D; }
+  int64_t oi(int64_t b, int64_t s, int64_t h) const { return ((b * Sq + s) * H + h) * Dv; }  // out, dout
+  int64_t vi(int64_t b, int64_t s, int64_t h) const { return ((b * Sk + s) * Hkv + h) * Dv; }  // v, dv
 };
 
 // Visibility, from the definition: i + off - left <= j <= i + off + right.
@@ -100,18 +102,18 @@ void naive_forward(const Problem& p, flashattn::DType dt, const std::vector<doub
                    std::vector<double>* out, std::vector<double>* lse) {
   const Dims d(p);
   const std::vector<float> q = to_float(qd), k = to_float(kd), v = to_float(vd);
-  out->assign(static_cast<size_t>(d.B * d.Sq * d.H * d.D), 0.0);
+  out->assign(static_cast<size_t>(d.B * d.Sq * d.H * d.Dv), 0.0);
   lse->assign(static_cast<size_t>(d.B * d.H * d.Sq), 0.0);
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t b = 0; b < d.B; ++b) {
     for (int64_t h = 0; h < d.H; ++h) {
-      std::vector<float> s(d.Sk), t(d.Sk), pr(d.Sk), o(d.D);
+      std::vector<float> s(d.Sk), t(d.Sk), pr(d.Sk), o(d.Dv);
       const int64_t hk = h / d.group;
       for (int64_t i = 0; i < d.Sq; ++i) {
         row_scores(p, d, q, k, b, h, i, s.data(), t.data());
         float m = -std::numeric_limits<float>::infinity();
         for (float x : s) m = std::max(m, x);
-        double* oi = &(*out)[d.qi(b, i, h)];
+        double* oi = &(*out)[d.oi(b, i, h)];
         if (m == -std::numeric_limits<float>::infinity()) {
           (*lse)[(b * d.H + h) * d.Sq + i] = -std::numeric_limits<double>::infinity();
           continue;  // out stays 0
@@ -129,10 +131,10 @@ void naive_forward(const Problem& p, flashattn::DType dt, const std::vector<doub
         std::fill(o.begin(), o.end(), 0.f);
         for (int64_t j = 0; j < d.Sk; ++j) {
           if (pr[j] == 0.f) continue;
-          const float* vj = &v[d.ki(b, j, hk)];
-          for (int64_t e = 0; e < d.D; ++e) o[e] += pr[j] * vj[e];
+          const float* vj = &v[d.vi(b, j, hk)];
+          for (int64_t e = 0; e < d.Dv; ++e) o[e] += pr[j] * vj[e];
         }
-        for (int64_t e = 0; e < d.D; ++e) oi[e] = fp8 ? round_to(DType::BF16, o[e] / l) : round_to(dt, o[e]);
+        for (int64_t e = 0; e < d.Dv; ++e) oi[e] = fp8 ? round_to(DType::BF16, o[e] / l) : round_to(dt, o[e]);
         (*lse)[(b * d.H + h) * d.Sq + i] = m + std::log(l);
       }
     }
@@ -160,25 +162,25 @@ void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<dou
   for (int64_t b = 0; b < d.B; ++b) {
     for (int64_t hk = 0; hk < d.Hkv; ++hk) {
       std::vector<float> s(d.Sk), t(d.Sk), dqa(d.D);
-      std::vector<float> dka(static_cast<size_t>(d.Sk * d.D), 0.f), dva(dka.size(), 0.f);
+      std::vector<float> dka(static_cast<size_t>(d.Sk * d.D), 0.f), dva(static_cast<size_t>(d.Sk * d.Dv), 0.f);
       for (int64_t h = hk * d.group; h < (hk + 1) * d.group; ++h) {
         for (int64_t i = 0; i < d.Sq; ++i) {
           const float lse = static_cast<float>(lsed[(b * d.H + h) * d.Sq + i]);
           const float* qi = &q[d.qi(b, i, h)];
-          const float* doi = &dO[d.qi(b, i, h)];
-          const float* oi = &O[d.qi(b, i, h)];
+          const float* doi = &dO[d.oi(b, i, h)];
+          const float* oi = &O[d.oi(b, i, h)];
           std::fill(dqa.begin(), dqa.end(), 0.f);
           if (lse != -std::numeric_limits<float>::infinity()) {
             row_scores(p, d, q, k, b, h, i, s.data(), t.data());
             float Di = 0.f;
-            for (int64_t e = 0; e < d.D; ++e) Di += doi[e] * oi[e];
+            for (int64_t e = 0; e < d.Dv; ++e) Di += doi[e] * oi[e];
             for (int64_t j = 0; j < d.Sk; ++j) {
               const float pf = std::exp(s[j] - lse);  // 0 for masked keys
               if (pf == 0.f) continue;
-              const float* vj = &v[d.ki(b, j, hk)];
+              const float* vj = &v[d.vi(b, j, hk)];
               const float* kj = &k[d.ki(b, j, hk)];
               float dp = 0.f;
-              for (int64_t e = 0; e < d.D; ++e) dp += doi[e] * vj[e];
+              for (int64_t e = 0; e < d.Dv; ++e) dp += doi[e] * vj[e];
               float ds = pf * (dp - Di);
               if (d.cap > 0) ds *= 1.f - t[j] * t[j];
               ds = round_to(dt, ds);
@@ -187,8 +189,9 @@ void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<dou
               for (int64_t e = 0; e < d.D; ++e) {
                 dqa[e] += ds * kj[e];
                 dka[j * d.D + e] += ds * qi[e];
-                dva[j * d.D + e] += pr * doi[e];
               }
+#pragma omp simd
+              for (int64_t e = 0; e < d.Dv; ++e) dva[j * d.Dv + e] += pr * doi[e];
             }
           }
           double* dqi = &(*dq)[d.qi(b, i, h)];
@@ -197,11 +200,9 @@ void naive_backward(const Problem& p, flashattn::DType dt, const std::vector<dou
       }
       for (int64_t j = 0; j < d.Sk; ++j) {
         double* dkj = &(*dk)[d.ki(b, j, hk)];
-        double* dvj = &(*dv)[d.ki(b, j, hk)];
-        for (int64_t e = 0; e < d.D; ++e) {
-          dkj[e] = round_to(dt, dka[j * d.D + e] * d.scale);
-          dvj[e] = round_to(dt, dva[j * d.D + e]);
-        }
+        double* dvj = &(*dv)[d.vi(b, j, hk)];
+        for (int64_t e = 0; e < d.D; ++e) dkj[e] = round_to(dt, dka[j * d.D + e] * d.scale);
+        for (int64_t e = 0; e < d.Dv; ++e) dvj[e] = round_to(dt, dva[j * d.Dv + e]);
       }
     }
   }

@@ -48,11 +48,17 @@ double dropout_factor(const Problem& pb, int64_t b, int64_t h, int64_t i, int64_
 // Row-major offsets.
 struct Idx {
   const Problem& pb;
-  int64_t q(int64_t b, int64_t s, int64_t h) const {  // also out/dout/dq
+  int64_t q(int64_t b, int64_t s, int64_t h) const {  // also dq
     return ((b * pb.seqlen_q + s) * pb.heads_q + h) * pb.head_dim;
   }
-  int64_t kv(int64_t b, int64_t s, int64_t h) const {  // also dk/dv
+  int64_t k(int64_t b, int64_t s, int64_t h) const {  // also dk
     return ((b * pb.seqlen_k + s) * pb.heads_kv + h) * pb.head_dim;
+  }
+  int64_t o(int64_t b, int64_t s, int64_t h) const {  // out, dout
+    return ((b * pb.seqlen_q + s) * pb.heads_q + h) * pb.dim_v();
+  }
+  int64_t v(int64_t b, int64_t s, int64_t h) const {  // also dv
+    return ((b * pb.seqlen_k + s) * pb.heads_kv + h) * pb.dim_v();
   }
 };
 
@@ -80,7 +86,7 @@ Slice compute_slice(const Problem& pb, const double* q, const double* k, int64_t
     const double* qi = q + ix.q(b, i, h);
     double mx = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < Sk; ++j) {
-      const double* kj = k + ix.kv(b, j, hk);
+      const double* kj = k + ix.k(b, j, hk);
       double dot = 0.0;
       // simd: partial sums in another order; irrelevant at fp64 for an fp32/fp16 oracle.
 #pragma omp simd reduction(+ : dot)
@@ -111,7 +117,7 @@ Slice compute_slice(const Problem& pb, const double* q, const double* k, int64_t
 void forward(const Problem& pb, const double* q, const double* k, const double* v, double* out,
              double* lse) {
   const int64_t B = pb.batch, Sq = pb.seqlen_q, Sk = pb.seqlen_k, H = pb.heads_q,
-                D = pb.head_dim;
+                D = pb.dim_v();
   const int64_t hkv_div = H / pb.heads_kv;
   const Idx ix{pb};
   // Tiny problems (the finite-difference tests call this thousands of times)
@@ -123,12 +129,12 @@ void forward(const Problem& pb, const double* q, const double* k, const double* 
       const Slice sl = compute_slice(pb, q, k, b, h);
       const int64_t hk = h / hkv_div;
       for (int64_t i = 0; i < Sq; ++i) {
-        double* oi = out + ix.q(b, i, h);
+        double* oi = out + ix.o(b, i, h);
         for (int64_t d = 0; d < D; ++d) oi[d] = 0.0;
         for (int64_t j = 0; j < Sk; ++j) {
           const double pij = sl.p[i * Sk + j] * dropout_factor(pb, b, h, i, j);
           if (pij == 0.0) continue;
-          const double* vj = v + ix.kv(b, j, hk);
+          const double* vj = v + ix.v(b, j, hk);
           for (int64_t d = 0; d < D; ++d) oi[d] += pij * vj[d];
         }
         if (lse) lse[(b * H + h) * Sq + i] = sl.lse[i];
@@ -141,7 +147,7 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
               const double* dout, double* dq, double* dk, double* dv,
               const double* given_out) {
   const int64_t B = pb.batch, Sq = pb.seqlen_q, Sk = pb.seqlen_k, H = pb.heads_q,
-                Hkv = pb.heads_kv, D = pb.head_dim;
+                Hkv = pb.heads_kv, D = pb.head_dim, Dv = pb.dim_v();
   const int64_t group = H / Hkv;
   const double scale = resolved_scale(pb);
   const Idx ix{pb};
@@ -152,15 +158,16 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t hk = 0; hk < Hkv; ++hk) {
       for (int64_t j = 0; j < Sk; ++j) {
-        double* dkj = dk + ix.kv(b, j, hk);
-        double* dvj = dv + ix.kv(b, j, hk);
-        for (int64_t d = 0; d < D; ++d) dkj[d] = dvj[d] = 0.0;
+        double* dkj = dk + ix.k(b, j, hk);
+        double* dvj = dv + ix.v(b, j, hk);
+        for (int64_t d = 0; d < D; ++d) dkj[d] = 0.0;
+        for (int64_t d = 0; d < Dv; ++d) dvj[d] = 0.0;
       }
       std::vector<double> dp(static_cast<size_t>(Sk));
       for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
         const Slice sl = compute_slice(pb, q, k, b, h);
         for (int64_t i = 0; i < Sq; ++i) {
-          const double* doi = dout + ix.q(b, i, h);
+          const double* doi = dout + ix.o(b, i, h);
           const double* qi = q + ix.q(b, i, h);
           double* dqi = dq + ix.q(b, i, h);
           for (int64_t d = 0; d < D; ++d) dqi[d] = 0.0;
@@ -168,17 +175,17 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
           // P~ = P o Z / (1 - p): dP~ = dO V^T and dP = dP~ o Z / (1 - p).
           double Di = 0.0;
           for (int64_t j = 0; j < Sk; ++j) {
-            const double* vj = v + ix.kv(b, j, hk);
+            const double* vj = v + ix.v(b, j, hk);
             double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
-            for (int64_t d = 0; d < D; ++d) acc += doi[d] * vj[d];
+            for (int64_t d = 0; d < Dv; ++d) acc += doi[d] * vj[d];
             acc *= dropout_factor(pb, b, h, i, j);
             dp[j] = acc;
             if (given_out == nullptr) Di += sl.p[i * Sk + j] * acc;
           }
           if (given_out != nullptr) {  // D_i from the given O (reference.hpp)
-            const double* oi = given_out + ix.q(b, i, h);
-            for (int64_t d = 0; d < D; ++d) Di += doi[d] * oi[d];
+            const double* oi = given_out + ix.o(b, i, h);
+            for (int64_t d = 0; d < Dv; ++d) Di += doi[d] * oi[d];
           }
           for (int64_t j = 0; j < Sk; ++j) {
             const double pij = sl.p[i * Sk + j];
@@ -192,16 +199,17 @@ void backward(const Problem& pb, const double* q, const double* k, const double*
             }
             ds *= scale;
             const double pdrop = pij * dropout_factor(pb, b, h, i, j);  // P~ for dV
-            const double* kj = k + ix.kv(b, j, hk);
-            double* dkj = dk + ix.kv(b, j, hk);
-            double* dvj = dv + ix.kv(b, j, hk);
+            const double* kj = k + ix.k(b, j, hk);
+            double* dkj = dk + ix.k(b, j, hk);
+            double* dvj = dv + ix.v(b, j, hk);
             // dq, dk, dv are distinct arrays (the API's outputs never alias).
 #pragma omp simd
             for (int64_t d = 0; d < D; ++d) {
               dqi[d] += ds * kj[d];
               dkj[d] += ds * qi[d];
-              dvj[d] += pdrop * doi[d];
             }
+#pragma omp simd
+            for (int64_t d = 0; d < Dv; ++d) dvj[d] += pdrop * doi[d];
           }
         }
       }

@@ -3,8 +3,8 @@
 // shared kernel code cannot hide from the tests. O(N^2) memory by design.
 //
 // All arrays are dense, contiguous, row-major double:
-//   q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out/dout [B, Sq, Hq, D],
-//   lse [B, Hq, Sq].
+//   q [B, Sq, Hq, D], k [B, Sk, Hkv, D], v [B, Sk, Hkv, Dv],
+//   out/dout [B, Sq, Hq, Dv], lse [B, Hq, Sq] (Dv = head_dim_v, or D).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,8 @@ namespace flashattn::reference {
 struct Problem {
   int64_t batch = 1, seqlen_q = 1, seqlen_k = 1;
   int64_t heads_q = 1, heads_kv = 1, head_dim = 8;
+  int64_t head_dim_v = 0;     // v / out's last dim; 0 = head_dim
+  int64_t dim_v() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
   double scale = 0.0;         // 0 = 1/sqrt(head_dim)
   bool causal = false;        // bottom-right aligned
   int64_t window_left = -1;   // -1 = unbounded

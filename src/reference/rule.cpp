@@ -49,11 +49,12 @@ double fp32_rel_tol(int64_t reduce_len, int64_t head_dim) {
 
 Magnitudes magnitudes(const std::vector<double>& q, const std::vector<double>& k,
                       const std::vector<double>& v, const std::vector<double>& dout,
-                      int64_t head_dim, double scale) {
+                      int64_t head_dim, double scale, int64_t head_dim_v) {
+  const int64_t dv = head_dim_v > 0 ? head_dim_v : head_dim;
   Magnitudes m;
   m.out = max_abs(v);
   if (!dout.empty()) {
-    const double dp = scale * max_row_norm(dout, head_dim) * max_row_norm(v, head_dim);
+    const double dp = scale * max_row_norm(dout, dv) * max_row_norm(v, dv);
     m.dq = dp * max_abs(k);
     m.dk = dp * max_abs(q);
     m.dv = max_abs(dout);

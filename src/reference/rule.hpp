@@ -76,10 +76,11 @@ struct ErrorStats {
 struct Magnitudes {
   double out = 0, dq = 0, dk = 0, dv = 0;
 };
-// Dense [.., D] rows; dout may be empty (forward only). scale is resolved.
+// Dense rows: q, k of head_dim, v, dout of head_dim_v (0 = head_dim); dout
+// may be empty (forward only). scale is resolved.
 Magnitudes magnitudes(const std::vector<double>& q, const std::vector<double>& k,
                       const std::vector<double>& v, const std::vector<double>& dout,
-                      int64_t head_dim, double scale);
+                      int64_t head_dim, double scale, int64_t head_dim_v = 0);
 
 ErrorStats measure(const std::vector<double>& out, const std::vector<double>& ref,
                    const std::vector<double>& naive);

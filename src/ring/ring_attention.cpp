@@ -68,8 +68,14 @@ Pair pair_for(const Ring& r, int src, int64_t sq) {
 
 // The ring's own conditions; the tensors' shapes, dtypes and overlaps are
 // checked by the library's workspace query on the whole local problem.
-Status check_ring(const TensorView& q, const TensorView& k, const std::vector<int64_t>& seqlens_k,
-                  const Options& o, const Transport& t, Ring* ring) {
+Status check_ring(const TensorView& q, const TensorView& k, const TensorView& v,
+                  const std::vector<int64_t>& seqlens_k, const Options& o, const Transport& t, Ring* ring) {
+  // The ring's K/V chunks and partial outputs have one head dim.
+  if (v.shape[3] != q.shape[3]) {
+    return Status::Error(ErrorCode::Unsupported,
+                         "v: the ring needs v's head_dim equal to q's (" + std::to_string(q.shape[3]) +
+                             "), got " + std::to_string(v.shape[3]));
+  }
   if (q.device != t.device()) {
     return invalid(std::string("transport: moves ") + (t.device() == Device::CPU ? "host" : "CUDA") +
                    " memory but the tensors are on " + (q.device == Device::CPU ? "the CPU" : "CUDA") +
@@ -192,7 +198,7 @@ Status ring_forward(const RingForwardArgs& a, Transport& transport) noexcept {
     size_t ws = 0;
     FA_RING_TRY(forward_workspace_bytes(whole, &ws));
     Ring ring;
-    FA_RING_TRY(check_ring(a.q, a.k, a.seqlens_k, a.options, transport, &ring));
+    FA_RING_TRY(check_ring(a.q, a.k, a.v, a.seqlens_k, a.options, transport, &ring));
 
     std::unique_ptr<Ops> ops = make_ops(a.q, a.options.stream);
     const DType dt = a.q.dtype;
@@ -270,7 +276,7 @@ Status ring_backward(const RingBackwardArgs& a, Transport& transport) noexcept {
     size_t ws = 0;
     FA_RING_TRY(backward_workspace_bytes(whole, &ws));
     Ring ring;
-    FA_RING_TRY(check_ring(a.q, a.k, a.seqlens_k, a.options, transport, &ring));
+    FA_RING_TRY(check_ring(a.q, a.k, a.v, a.seqlens_k, a.options, transport, &ring));
 
     std::unique_ptr<Ops> ops = make_ops(a.q, a.options.stream);
     const DType dt = a.q.dtype;

@@ -36,6 +36,7 @@ std::string Case::name() const {
   std::ostringstream s;
   s << dtype_tag(dtype) << "_b" << batch << "_q" << seqlen_q << "_k" << seqlen_k << "_h" << heads_q
     << "x" << heads_kv << "_d" << head_dim;
+  if (head_dim_v > 0) s << "_dv" << head_dim_v;
   if (causal) s << "_causal";
   if (window_left >= 0 || window_right >= 0) s << "_win" << num(window_left) << "_" << num(window_right);
   if (softcap > 0) s << "_cap" << num(softcap);
@@ -56,6 +57,7 @@ flashattn::reference::Problem Case::problem() const {
   p.heads_q = heads_q;
   p.heads_kv = heads_kv;
   p.head_dim = head_dim;
+  p.head_dim_v = head_dim_v;
   p.scale = scale;  // float -> double: the same value the kernel gets
   p.causal = causal;
   p.window_left = window_left;
@@ -80,21 +82,21 @@ Instance make_instance(Device dev, const Case& c, bool backward) {
   in.dev = dev;
   in.c = c;
   in.in = make_qkv(dev, c.dtype, c.layout, c.batch, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv,
-                   c.head_dim);
+                   c.head_dim, c.dim_v());
   in.q = fill_randn(in.in.q);
   in.k = fill_randn(in.in.k);
   in.v = fill_randn(in.in.v);
   const Layout out_layout = c.layout == Layout::Packed ? Layout::Padded : c.layout;
-  in.out = make_bshd(dev, c.dtype, out_layout, c.batch, c.seqlen_q, c.heads_q, c.head_dim);
+  in.out = make_bshd(dev, c.dtype, out_layout, c.batch, c.seqlen_q, c.heads_q, c.dim_v());
   if (c.with_lse || backward) in.lse = make_lse(dev, c.batch, c.heads_q, c.seqlen_q);
   if (backward) {
-    in.dout = make_bshd(dev, c.dtype, out_layout, c.batch, c.seqlen_q, c.heads_q, c.head_dim);
+    in.dout = make_bshd(dev, c.dtype, out_layout, c.batch, c.seqlen_q, c.heads_q, c.dim_v());
     in.dO = fill_randn(in.dout);
     // Gradients of packed inputs go to separate padded tensors: the API's
     // overlap check works on address ranges, so an interleaved dQKV buffer is
     // (conservatively) refused.
     in.grad = make_qkv(dev, c.dtype, out_layout, c.batch, c.seqlen_q, c.seqlen_k, c.heads_q,
-                       c.heads_kv, c.head_dim);
+                       c.heads_kv, c.head_dim, c.dim_v());
   }
   return in;
 }
@@ -128,7 +130,7 @@ flashattn::BackwardArgs Instance::bwd_args() const {
 Expected expected_forward(const Instance& in) {
   const auto p = in.c.problem();
   Expected e;
-  e.out.resize(in.q.size());
+  e.out.resize(static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.dim_v()));
   e.lse.resize(static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q));
   flashattn::reference::forward(p, in.q.data(), in.k.data(), in.v.data(), e.out.data(),
                                 e.lse.data());
@@ -160,7 +162,8 @@ double resolved_scale(const Case& c) {
 }  // namespace
 
 Magnitudes magnitudes(const Instance& in) {
-  return flashattn::reference::magnitudes(in.q, in.k, in.v, in.dO, in.c.head_dim, resolved_scale(in.c));
+  return flashattn::reference::magnitudes(in.q, in.k, in.v, in.dO, in.c.head_dim, resolved_scale(in.c),
+                                          in.c.dim_v());
 }
 
 void check_forward(Device dev, const Case& c) {
@@ -175,7 +178,7 @@ void check_forward(Device dev, const Case& c) {
   EXPECT_TRUE(guard.wrote_exactly_outputs());
   const Expected e = expected_forward(in);
   const Magnitudes m = magnitudes(in);
-  EXPECT_TRUE(within_rule("out", c.dtype, in.out.read(), e.out, e.naive_out, c.seqlen_k, c.head_dim,
+  EXPECT_TRUE(within_rule("out", c.dtype, in.out.read(), e.out, e.naive_out, c.seqlen_k, c.rule_dim(),
                           m.out));
   if (in.lse.buf) {
     EXPECT_TRUE(lse_within_rule("lse", in.lse.read(), e.lse, e.naive_lse, c.head_dim));
@@ -202,12 +205,12 @@ void check_backward(Device dev, const Case& c) {
   const int64_t group = c.heads_q / c.heads_kv;
   const int64_t col_len = std::max(c.seqlen_k, c.seqlen_q * group);
   const Magnitudes m = magnitudes(in);
-  EXPECT_TRUE(within_rule("dq", c.dtype, in.grad.q.read(), g.dq, g.naive_dq, c.seqlen_k, c.head_dim,
+  EXPECT_TRUE(within_rule("dq", c.dtype, in.grad.q.read(), g.dq, g.naive_dq, c.seqlen_k, c.rule_dim(),
                           m.dq));
   EXPECT_TRUE(within_rule("dk", c.dtype, in.grad.k.read(), g.dk, g.naive_dk, col_len,
-                          c.head_dim, m.dk));
+                          c.rule_dim(), m.dk));
   EXPECT_TRUE(within_rule("dv", c.dtype, in.grad.v.read(), g.dv, g.naive_dv, col_len,
-                          c.head_dim, m.dv));
+                          c.rule_dim(), m.dv));
 }
 
 std::vector<Device> test_devices() {

@@ -21,6 +21,10 @@ namespace fa_test {
 struct Case {
   DType dtype = DType::F16;
   int64_t batch = 1, seqlen_q = 1, seqlen_k = 1, heads_q = 1, heads_kv = 1, head_dim = 64;
+  int64_t head_dim_v = 0;    // v / out's head dim; 0 = head_dim
+  int64_t dim_v() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
+  // The head dim the rule's bounds take: the longer of the two dot products.
+  int64_t rule_dim() const { return head_dim > dim_v() ? head_dim : dim_v(); }
   bool causal = false;
   int64_t window_left = -1, window_right = -1;
   float softcap = 0.0f;

@@ -241,4 +241,62 @@ std::vector<Case> many_tile_cases() {
   return dedupe(v);
 }
 
+std::vector<Case> head_dim_v_cases() {
+  struct Shape {
+    int64_t d, dv, b, sq, sk, hq, hkv;
+    bool causal;
+    Layout layout;
+  };
+  const Shape shapes[] = {
+      {192, 128, 1, 113, 113, 4, 2, true, Layout::BSHD},   // DeepSeek's prefill dims
+      {192, 128, 2, 113, 267, 8, 1, false, Layout::Packed},  // K/V rows of [K | V], Sq != Sk
+      {128, 192, 1, 267, 113, 4, 4, true, Layout::BHSD},   // v wider; rows that see no key
+      {64, 128, 2, 17, 17, 2, 1, false, Layout::Packed},   // one [Q | K | V] buffer
+      {72, 40, 1, 1, 267, 8, 2, false, Layout::Padded},    // decode-like, neither a tile size
+      {32, 256, 1, 17, 113, 2, 2, true, Layout::BSHD},
+  };
+  std::vector<Case> v;
+  for (DType dt : kDtypes) {
+    for (const Shape& sh : shapes) {
+      Case c;
+      c.dtype = dt;
+      c.head_dim = sh.d;
+      c.head_dim_v = sh.dv;
+      c.batch = sh.b;
+      c.seqlen_q = sh.sq;
+      c.seqlen_k = sh.sk;
+      c.heads_q = sh.hq;
+      c.heads_kv = sh.hkv;
+      c.causal = sh.causal;
+      c.layout = sh.layout;
+      v.push_back(c);
+    }
+    // A window with softcap; and the deterministic backward without an LSE
+    // request in the forward.
+    Case w;
+    w.dtype = dt;
+    w.head_dim = 128;
+    w.head_dim_v = 64;
+    w.seqlen_q = w.seqlen_k = 113;
+    w.heads_q = 4;
+    w.heads_kv = 2;
+    w.window_left = 32;
+    w.window_right = 8;
+    w.softcap = 5.0f;
+    v.push_back(w);
+    Case d;
+    d.dtype = dt;
+    d.head_dim = 256;
+    d.head_dim_v = 128;
+    d.batch = 2;
+    d.seqlen_q = d.seqlen_k = 17;
+    d.heads_q = d.heads_kv = 2;
+    d.causal = true;
+    d.with_lse = false;
+    d.deterministic = true;
+    v.push_back(d);
+  }
+  return v;
+}
+
 }  // namespace fa_test

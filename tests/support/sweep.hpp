@@ -23,5 +23,9 @@ std::vector<Case> feature_cases();
 // SMs, so that each persistent CTA of the Hopper forward claims several
 // tiles from its counter (src/cuda/sm90/tile_scheduler.cuh).
 std::vector<Case> many_tile_cases();
+// v with a head dim of its own (192 / 128 and others, either side wider),
+// every dtype, layouts including packed [Q | K | V] rows, GQA, causal,
+// window + softcap, deterministic.
+std::vector<Case> head_dim_v_cases();
 
 }  // namespace fa_test

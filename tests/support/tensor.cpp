@@ -189,23 +189,26 @@ Tensor make_bshd(Device dev, DType dt, Layout layout, int64_t B, int64_t S, int6
 }
 
 QKV make_qkv(Device dev, DType dt, Layout layout, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
-             int64_t Hkv, int64_t D) {
+             int64_t Hkv, int64_t D, int64_t Dv) {
+  if (Dv == 0) Dv = D;
   if (layout != Layout::Packed) {
     return {make_bshd(dev, dt, layout, B, Sq, Hq, D), make_bshd(dev, dt, layout, B, Sk, Hkv, D),
-            make_bshd(dev, dt, layout, B, Sk, Hkv, D)};
+            make_bshd(dev, dt, layout, B, Sk, Hkv, Dv)};
   }
-  if (Sq == Sk) {  // [B, S, Hq + 2 Hkv, D], flash-attn's packed (GQA) QKV
-    const int64_t Ht = Hq + 2 * Hkv;
-    auto buf = alloc(dev, dt, B * Sq * Ht * D);
-    const std::vector<int64_t> st{Sq * Ht * D, Ht * D, D, 1};
-    return {view_of(buf, dt, 0, {B, Sq, Hq, D}, st), view_of(buf, dt, Hq * D, {B, Sk, Hkv, D}, st),
-            view_of(buf, dt, (Hq + Hkv) * D, {B, Sk, Hkv, D}, st)};
+  if (Sq == Sk) {  // rows of [Hq x D | Hkv x D | Hkv x Dv], flash-attn's packed (GQA) QKV
+    const int64_t W = (Hq + Hkv) * D + Hkv * Dv;
+    auto buf = alloc(dev, dt, B * Sq * W);
+    auto view = [&](int64_t off, int64_t H, int64_t d) {
+      return view_of(buf, dt, off, {B, Sq, H, d}, {Sq * W, W, d, 1});
+    };
+    return {view(0, Hq, D), view(Hq * D, Hkv, D), view((Hq + Hkv) * D, Hkv, Dv)};
   }
-  // Different lengths: Q alone, K/V packed as [B, Sk, 2, Hkv, D].
-  auto buf = alloc(dev, dt, B * Sk * 2 * Hkv * D);
-  const std::vector<int64_t> st{Sk * 2 * Hkv * D, 2 * Hkv * D, D, 1};
-  return {make_bshd(dev, dt, Layout::BSHD, B, Sq, Hq, D), view_of(buf, dt, 0, {B, Sk, Hkv, D}, st),
-          view_of(buf, dt, Hkv * D, {B, Sk, Hkv, D}, st)};
+  // Different lengths: Q alone, K/V packed as rows of [Hkv x D | Hkv x Dv].
+  const int64_t W = Hkv * (D + Dv);
+  auto buf = alloc(dev, dt, B * Sk * W);
+  return {make_bshd(dev, dt, Layout::BSHD, B, Sq, Hq, D),
+          view_of(buf, dt, 0, {B, Sk, Hkv, D}, {Sk * W, W, D, 1}),
+          view_of(buf, dt, Hkv * D, {B, Sk, Hkv, Dv}, {Sk * W, W, Dv, 1})};
 }
 
 // ---------------------------------------------------------------------------

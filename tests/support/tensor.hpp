@@ -51,8 +51,9 @@ Tensor make_bshd(Device dev, DType dt, Layout layout, int64_t B, int64_t S, int6
 struct QKV {
   Tensor q, k, v;
 };
+// v (and its views) have head dim Dv (0 = D).
 QKV make_qkv(Device dev, DType dt, Layout layout, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
-             int64_t Hkv, int64_t D);
+             int64_t Hkv, int64_t D, int64_t Dv = 0);
 // fp32 [B, H, Sq], contiguous.
 inline Tensor make_lse(Device dev, int64_t B, int64_t H, int64_t Sq) {
   return make_contiguous(dev, DType::F32, {B, H, Sq});

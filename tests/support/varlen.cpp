@@ -60,7 +60,7 @@ struct Results {
 
 // Runs reference + naive on one sequence; LSE comes back [Hq, len_q].
 void run_forward(const SeqProblem& s, DType dt, Results* r) {
-  r->out.assign(s.q.size(), 0.0);
+  r->out.assign(static_cast<size_t>(s.pb.seqlen_q * s.pb.heads_q * s.pb.dim_v()), 0.0);
   r->lse.assign(static_cast<size_t>(s.pb.heads_q * s.pb.seqlen_q), 0.0);
   ref::forward(s.pb, s.q.data(), s.k.data(), s.v.data(), r->out.data(), r->lse.data());
   ref::naive_forward(s.pb, dt, s.q, s.k, s.v, &r->naive_out, &r->naive_lse);
@@ -74,6 +74,7 @@ ref::Problem problem_of(const VarlenCase& c, int64_t lq, int64_t lk) {
   pb.heads_q = c.heads_q;
   pb.heads_kv = c.heads_kv;
   pb.head_dim = c.head_dim;
+  pb.head_dim_v = c.head_dim_v;
   pb.causal = c.causal;
   pb.window_left = c.window_left;
   pb.window_right = c.window_right;
@@ -91,6 +92,7 @@ std::string VarlenCase::name() const {
   std::ostringstream s;
   s << dtype_tag(dtype) << "_q" << lens_str(lens_q) << "_k" << lens_str(lens_k) << "_h" << heads_q << "x"
     << heads_kv << "_d" << head_dim;
+  if (head_dim_v > 0) s << "_dv" << head_dim_v;
   if (causal) s << "_causal";
   if (window_left >= 0 || window_right >= 0) s << "_win" << window_left << "_" << window_right;
   if (softcap > 0) s << "_cap";
@@ -109,20 +111,20 @@ VarlenInstance make_varlen(Device dev, const VarlenCase& c, bool backward) {
   const int64_t B = static_cast<int64_t>(c.lens_q.size());
   in.q = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
   in.k = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
-  in.v = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
+  in.v = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.dim_v()});
   in.qd = fill_randn(in.q);
   in.kd = fill_randn(in.k);
   in.vd = fill_randn(in.v);
-  in.out = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
+  in.out = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.dim_v()});
   in.lse = make_contiguous(dev, DType::F32, {c.heads_q, tq});
   in.cu_q = make_i32(dev, cumulative(c.lens_q), {B + 1});
   in.cu_k = make_i32(dev, cumulative(c.lens_k), {B + 1});
   if (backward) {
-    in.dout = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
+    in.dout = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.dim_v()});
     in.dod = fill_randn(in.dout);
     in.dq = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
     in.dk = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
-    in.dv = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
+    in.dv = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.dim_v()});
   }
   return in;
 }
@@ -185,9 +187,10 @@ void check_varlen_forward(Device dev, const VarlenCase& c) {
   EXPECT_TRUE(guard.wrote_exactly_outputs());
 
   const int64_t hdq = c.heads_q * c.head_dim, hdk = c.heads_kv * c.head_dim;
+  const int64_t hdo = c.heads_q * c.dim_v(), hdv = c.heads_kv * c.dim_v();
   const int64_t tq = static_cast<int64_t>(in.qd.size()) / hdq;
   Results all;
-  all.out.assign(in.qd.size(), 0.0);
+  all.out.assign(size_t(tq * hdo), 0.0);
   all.naive_out = all.out;
   all.lse.assign(static_cast<size_t>(c.heads_q * tq), 0.0);
   all.naive_lse = all.lse;
@@ -195,12 +198,12 @@ void check_varlen_forward(Device dev, const VarlenCase& c) {
   for (size_t b = 0; b < c.lens_q.size(); ++b) {
     const int64_t lq = c.lens_q[b], lk = c.lens_k[b];
     SeqProblem s{problem_of(c, lq, lk), rows(in.qd, oq, lq, hdq), rows(in.kd, ok, lk, hdk),
-                 rows(in.vd, ok, lk, hdk), {}};
+                 rows(in.vd, ok, lk, hdv), {}};
     if (lq > 0) {
       Results r;
       run_forward(s, c.dtype, &r);
-      put_rows(&all.out, r.out, oq, hdq);
-      put_rows(&all.naive_out, r.naive_out, oq, hdq);
+      put_rows(&all.out, r.out, oq, hdo);
+      put_rows(&all.naive_out, r.naive_out, oq, hdo);
       for (int64_t h = 0; h < c.heads_q; ++h)
         for (int64_t i = 0; i < lq; ++i) {
           all.lse[h * tq + oq + i] = r.lse[h * lq + i];
@@ -211,9 +214,9 @@ void check_varlen_forward(Device dev, const VarlenCase& c) {
     ok += lk;
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  const auto m = ref::magnitudes(in.qd, in.kd, in.vd, {}, c.head_dim, scale);
+  const auto m = ref::magnitudes(in.qd, in.kd, in.vd, {}, c.head_dim, scale, c.dim_v());
   EXPECT_TRUE(within_rule("out", c.dtype, in.out.read(), all.out, all.naive_out,
-                          std::max<int64_t>(1, max_of(c.lens_k)), c.head_dim, m.out));
+                          std::max<int64_t>(1, max_of(c.lens_k)), c.rule_dim(), m.out));
   EXPECT_TRUE(lse_within_rule("lse", in.lse.read(), all.lse, all.naive_lse, c.head_dim));
 }
 
@@ -231,6 +234,7 @@ void check_varlen_backward(Device dev, const VarlenCase& c) {
   EXPECT_TRUE(guard.wrote_exactly_outputs());
 
   const int64_t hdq = c.heads_q * c.head_dim, hdk = c.heads_kv * c.head_dim;
+  const int64_t hdo = c.heads_q * c.dim_v(), hdv = c.heads_kv * c.dim_v();
   // The naive yardstick takes D from the O this backward was given, as the
   // padded harness does (naive_same_dtype.hpp).
   const std::vector<double> given_out = in.out.read();
@@ -242,17 +246,17 @@ void check_varlen_backward(Device dev, const VarlenCase& c) {
     if (lq > 0 && lk > 0) {
       const ref::Problem pb = problem_of(c, lq, lk);
       const auto q = rows(in.qd, oq, lq, hdq), k = rows(in.kd, ok, lk, hdk),
-                 v = rows(in.vd, ok, lk, hdk), dout = rows(in.dod, oq, lq, hdq);
+                 v = rows(in.vd, ok, lk, hdv), dout = rows(in.dod, oq, lq, hdo);
       std::vector<double> gq(q.size()), gk(k.size()), gv(v.size()), nq, nk, nv;
       ref::backward(pb, q.data(), k.data(), v.data(), dout.data(), gq.data(), gk.data(), gv.data());
-      const auto o = rows(given_out, oq, lq, hdq);
+      const auto o = rows(given_out, oq, lq, hdo);
       ref::naive_backward(pb, c.dtype, q, k, v, dout, &nq, &nk, &nv, &o);
       put_rows(&dq, gq, oq, hdq);
       put_rows(&dk, gk, ok, hdk);
-      put_rows(&dv, gv, ok, hdk);
+      put_rows(&dv, gv, ok, hdv);
       put_rows(&ndq, nq, oq, hdq);
       put_rows(&ndk, nk, ok, hdk);
-      put_rows(&ndv, nv, ok, hdk);
+      put_rows(&ndv, nv, ok, hdv);
     }
     row_len = std::max(row_len, lk);
     col_len = std::max(col_len, std::max(lk, lq * (c.heads_q / c.heads_kv)));
@@ -260,10 +264,10 @@ void check_varlen_backward(Device dev, const VarlenCase& c) {
     ok += lk;
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  const auto m = ref::magnitudes(in.qd, in.kd, in.vd, in.dod, c.head_dim, scale);
-  EXPECT_TRUE(within_rule("dq", c.dtype, in.dq.read(), dq, ndq, row_len, c.head_dim, m.dq));
-  EXPECT_TRUE(within_rule("dk", c.dtype, in.dk.read(), dk, ndk, col_len, c.head_dim, m.dk));
-  EXPECT_TRUE(within_rule("dv", c.dtype, in.dv.read(), dv, ndv, col_len, c.head_dim, m.dv));
+  const auto m = ref::magnitudes(in.qd, in.kd, in.vd, in.dod, c.head_dim, scale, c.dim_v());
+  EXPECT_TRUE(within_rule("dq", c.dtype, in.dq.read(), dq, ndq, row_len, c.rule_dim(), m.dq));
+  EXPECT_TRUE(within_rule("dk", c.dtype, in.dk.read(), dk, ndk, col_len, c.rule_dim(), m.dk));
+  EXPECT_TRUE(within_rule("dv", c.dtype, in.dv.read(), dv, ndv, col_len, c.rule_dim(), m.dv));
   if (c.deterministic) {  // a second run gives the same bits
     const std::vector<double> dq1 = in.dq.read(), dk1 = in.dk.read(), dv1 = in.dv.read();
     st = flashattn::backward(in.bwd_args());

@@ -24,11 +24,14 @@ struct VarlenCase {
   DType dtype = DType::F16;
   std::vector<int64_t> lens_q, lens_k;
   int64_t heads_q = 2, heads_kv = 1, head_dim = 64;
+  int64_t head_dim_v = 0;      // v / out's head dim; 0 = head_dim
   bool causal = false;
   int64_t window_left = -1, window_right = -1;
   float softcap = 0.0f;
   bool deterministic = false;  // backward's fixed accumulation order
   std::string name() const;
+  int64_t dim_v() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
+  int64_t rule_dim() const { return head_dim > dim_v() ? head_dim : dim_v(); }
 };
 void PrintTo(const VarlenCase& c, std::ostream* os);
 
