@@ -12,6 +12,9 @@ functions, differentiable) and the KV cache (flash_attn_with_kvcache: in-place
 append, cache_seqlens, paged block_table, split-KV decode, rotary_cos /
 rotary_sin, cache_batch_idx, cache_leftpad) are supported.
 As in flash-attn, flash_attn_with_kvcache does not update cache_seqlens.
+v may have a head dim of its own (FlashAttention-3's hdim 192 / hdim_v 128,
+and either side the wider): flash_attn_func and the varlen functions then
+return out with v's head dim (not flash_attn_with_kvcache).
 
 dropout_p / alibi_slopes (flash_attn_func, *_qkvpacked_func, *_kvpacked_func):
 implemented by the CPU backend and, for CUDA tensors, by the sm80 kernels

@@ -43,6 +43,12 @@ inline int64_t width(const AttnParams& p) { return std::max(p.head_dim, p.head_d
 
 namespace impl {
 
+// Element bytes (flashattn::dtype_size lives in src/api, which the CUDA
+// objects' standalone tools do not link).
+inline size_t elem_bytes(DType dt) {
+  return dt == DType::F32 || dt == DType::I32 ? 4 : dt == DType::F8E4M3 ? 1 : 2;
+}
+
 struct Copy {
   Rows user;        // the caller's tensor
   void* ws;         // its padded copy
@@ -87,7 +93,7 @@ class Planner {
     extent(p_, query_side, &r.n0, &r.n1);
     r.heads = heads;
     r.cols = cols;
-    const size_t es = dtype_size(dt);
+    const size_t es = elem_bytes(dt);
     void* ws = carve_.take(size_t(r.count() * P_) * es);
     (input ? pads : crops).push_back({r, ws, es});
     *ptr = static_cast<Ptr>(ws);
