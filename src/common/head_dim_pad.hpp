@@ -1,5 +1,6 @@
 // Calls whose v has a head dim of its own (q, k: D; v, out, dout, dv: Dv;
-// DeepSeek-style 192 / 128) on kernels that take one head dim.
+// DeepSeek-style 192 / 128) on kernels that take one head dim (all but the
+// Hopper forward, which bounds each TMA map by its operand's head dim).
 //
 // The narrower side is copied into zero-padded contiguous workspace tensors
 // of width P = max(D, Dv), the backend runs at P, and the padded outputs' first
@@ -38,8 +39,8 @@ struct Rows {
   int64_t count() const { return n0 * n1 * heads; }
 };
 
-inline bool needed(const AttnParams& p) { return p.head_dim_v != p.head_dim; }
-inline int64_t width(const AttnParams& p) { return std::max(p.head_dim, p.head_dim_v); }
+inline bool needed(const AttnParams& p) { return p.dim_v() != p.head_dim; }
+inline int64_t width(const AttnParams& p) { return std::max(p.head_dim, p.dim_v()); }
 
 namespace impl {
 
@@ -116,9 +117,9 @@ inline void plan(const FwdParams& p, Planner& pl, FwdParams* w) {
     pl.swap(&w->q, &w->q_str, true, p.heads_q, p.head_dim, p.dtype, true);
     pl.swap(&w->k, &w->k_str, false, p.heads_kv, p.head_dim, p.dtype, true);
   }
-  if (p.head_dim_v < w->head_dim) {
-    pl.swap(&w->v, &w->v_str, false, p.heads_kv, p.head_dim_v, p.dtype, true);
-    pl.swap(&w->out, &w->o_str, true, p.heads_q, p.head_dim_v, out_dtype_for(p.dtype), false);
+  if (p.dim_v() < w->head_dim) {
+    pl.swap(&w->v, &w->v_str, false, p.heads_kv, p.dim_v(), p.dtype, true);
+    pl.swap(&w->out, &w->o_str, true, p.heads_q, p.dim_v(), out_dtype_for(p.dtype), false);
   }
 }
 
@@ -131,11 +132,11 @@ inline void plan(const BwdParams& p, Planner& pl, BwdParams* w) {
     pl.swap(&w->dq, &w->dq_str, true, p.heads_q, p.head_dim, p.dtype, false);
     pl.swap(&w->dk, &w->dk_str, false, p.heads_kv, p.head_dim, p.dtype, false);
   }
-  if (p.head_dim_v < w->head_dim) {
-    pl.swap(&w->v, &w->v_str, false, p.heads_kv, p.head_dim_v, p.dtype, true);
-    pl.swap(&w->out, &w->o_str, true, p.heads_q, p.head_dim_v, p.dtype, true);
-    pl.swap(&w->dout, &w->do_str, true, p.heads_q, p.head_dim_v, p.dtype, true);
-    pl.swap(&w->dv, &w->dv_str, false, p.heads_kv, p.head_dim_v, p.dtype, false);
+  if (p.dim_v() < w->head_dim) {
+    pl.swap(&w->v, &w->v_str, false, p.heads_kv, p.dim_v(), p.dtype, true);
+    pl.swap(&w->out, &w->o_str, true, p.heads_q, p.dim_v(), p.dtype, true);
+    pl.swap(&w->dout, &w->do_str, true, p.heads_q, p.dim_v(), p.dtype, true);
+    pl.swap(&w->dv, &w->dv_str, false, p.heads_kv, p.dim_v(), p.dtype, false);
   }
 }
 

@@ -23,10 +23,13 @@ struct AttnParams {
 
   int64_t batch = 0, seqlen_q = 0, seqlen_k = 0;
   int64_t heads_q = 0, heads_kv = 0, head_dim = 0;
-  // Last dim of v, out, dout and dv (head_dim is q's and k's). Backends take
-  // head_dim_v == head_dim only: a call with two head dims reaches them
-  // through common/head_dim_pad.hpp, which pads the narrower side with zeros.
+  // Last dim of v, out, dout and dv (head_dim is q's and k's); 0 = head_dim
+  // (params built without src/api, e.g. the kernel tests). Backends take one
+  // head dim, except where they say otherwise (the Hopper forward): a call
+  // with two reaches them through common/head_dim_pad.hpp, which pads the
+  // narrower side with zeros.
   int64_t head_dim_v = 0;
+  int64_t dim_v() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
 
   const void* q = nullptr;
   const void* k = nullptr;

@@ -367,6 +367,17 @@ Status run_sm90_forward(const FwdParams& p) {
 }
 #endif
 
+// v with a head dim of its own: the Hopper forward takes it as it is (its
+// TMA maps bound each operand by its own head dim); every other path runs
+// on zero-padded copies (head_dim_pad.hpp).
+bool pads_head_dims(const FwdParams& p) {
+  if (!head_dim_pad::needed(p)) return false;
+#ifdef FLASHATTN_WITH_SM90
+  if (use_sm90(p)) return false;
+#endif
+  return true;
+}
+
 // fp8 (e4m3) inputs: the Hopper forward only (no sm80 fallback, and
 // FLASHATTN_DISABLE_SM90 does not apply).
 Status forward_fp8(const FwdParams& p) {
@@ -405,7 +416,7 @@ Status can_implement(const AttnParams& p) noexcept {
 
 Status forward(const FwdParams& p) noexcept {
   try {
-    if (head_dim_pad::needed(p)) return with_padded_head_dims(p, [](const FwdParams& w) { return forward(w); });
+    if (pads_head_dims(p)) return with_padded_head_dims(p, [](const FwdParams& w) { return forward(w); });
     if (p.dtype == DType::F8E4M3) return forward_fp8(p);
     Kernels k;
     Status s = check_params(p, k);
@@ -527,7 +538,7 @@ Status backward(const BwdParams& p) noexcept {
 }
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
-  if (head_dim_pad::needed(p)) {
+  if (pads_head_dims(p)) {
     size_t pad = 0;
     const FwdParams w = head_dim_pad::padded_shape(p, &pad);
     return pad + forward_workspace_bytes(w);

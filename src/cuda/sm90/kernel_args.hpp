@@ -97,7 +97,7 @@ struct KernelArgs {
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;
-  int head_dim;  // the caller's: at most the tile's (fwd_tile_head_dim, tma_desc.hpp)
+  int head_dim;  // O's (v's) head dim, the direct store's bound: at most the tile's (fwd_tile_head_dim)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;
   int num_tiles;  // num_m_blocks * heads_q * batch work tiles

@@ -147,11 +147,18 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (fp8 && p.head_dim != 128 && p.head_dim != 256) {
     return unsupported("float8_e4m3 head_dim " + std::to_string(p.head_dim) + " (built: 128, 256)");
   }
-  if (p.head_dim <= 0 || p.head_dim > 256 || p.head_dim % 8 != 0) {
-    return unsupported("head_dim " + std::to_string(p.head_dim) +
-                       " (the tiles take multiples of 8 up to 256: 64, 128, 192, 256 and those below them)");
+  for (int64_t d : {p.head_dim, p.dim_v()}) {
+    if (d <= 0 || d > 256 || d % 8 != 0) {
+      return unsupported("head_dim " + std::to_string(d) +
+                         " (the tiles take multiples of 8 up to 256: 64, 128, 192, 256 and those below them)");
+    }
   }
-  const int tile_d = fwd_tile_head_dim(p.head_dim);
+  if (fp8 && p.dim_v() != p.head_dim) return unsupported("float8_e4m3 with v's own head_dim");
+  // v with a head dim of its own runs on the tile of the wider one: the
+  // narrower operand's columns past its head dim are outside its TMA map,
+  // which fills them with zeros, and O's map (and the direct store) stop at
+  // v's head dim.
+  const int tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
   if (fp8 && (p.varlen() || p.has_variants())) {
     return unsupported("float8_e4m3 takes padded batches without ALiBi or dropout");
   }
@@ -205,8 +212,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   const int block_n = fp8 ? kFp8BlockN : block_n_for(tile_d);
   std::string why = encode_tma_maps({{&args->tm_q, q, block_m}, {&args->tm_k, k, block_n}},
                                     map_batch, p.head_dim, p.dtype);
-  if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.head_dim, out_dtype_for(p.dtype));
-  if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, block_n}}, map_batch, p.head_dim, p.dtype);
+  if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.dim_v(), out_dtype_for(p.dtype));
+  if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, block_n}}, map_batch, p.dim_v(), p.dtype);
   if (why.empty() && fp8 && vt != nullptr) {
     // V^T [batch, heads_kv, head_dim, keys]: rows of keys, boxes of
     // kFp8VtBoxRows rows x 128 keys (fp8_v_transpose.hpp).
@@ -236,7 +243,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->seqlen_k = static_cast<int>(sk);
   args->heads_q = static_cast<int>(p.heads_q);
   args->group = static_cast<int>(p.heads_q / p.heads_kv);
-  args->head_dim = static_cast<int>(p.head_dim);
+  args->head_dim = static_cast<int>(p.dim_v());
   args->window_left = clamp_window(p.window_left, sq, sk);
   args->window_right = clamp_window(p.window_right, sq, sk);
   const int64_t num_m = (sq + block_m - 1) / block_m;
@@ -349,7 +356,7 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
                                : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
     }
     const bool bf16 = p.dtype == DType::BF16;
-    switch (fwd_tile_head_dim(p.head_dim)) {
+    switch (fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()))) {
       case 64:
         if (args.block_m == kShortMaskedBlockM) {
           return bf16 ? launch_fwd<__nv_bfloat16, 64, kShortMaskedBlockM>(args, stream)
