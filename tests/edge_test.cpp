@@ -510,6 +510,76 @@ TEST(EdgeLong, CausalSelfAttention65536) {
 std::string shapes_name(const ::testing::TestParamInfo<std::tuple<Device, DType>>& info) {
   return std::string(device_name(std::get<0>(info.param))) + "_" + dtype_tag(std::get<1>(info.param));
 }
+// A view of `like`'s shape in a fresh buffer, `shift` elements past its start
+// (shift 2: 4 or 8 bytes, never 16-byte aligned).
+Tensor shifted_like(const Tensor& like, int64_t shift) {
+  Tensor t = make_contiguous(like.device(), like.dtype, {like.numel() + shift});
+  t.offset = shift;
+  t.ndim = 4;
+  int64_t st = 1;
+  for (int i = 3; i >= 0; --i) {
+    t.shape[i] = like.shape[i];
+    t.stride[i] = st;
+    st *= like.shape[i];
+  }
+  return t;
+}
+
+// v with its own head dim and an out (forward) or dv (backward) that is not
+// 16-byte aligned: the CPU takes any strides and gives the aligned call's
+// bits; CUDA refuses it naming the tensor, as it refuses such a tensor with
+// one head dim (its kernels and the padding copies move 16-byte chunks), and
+// writes nothing.
+TEST_P(EdgeShapes, HeadDimVUnalignedOutputs) {
+  const auto [dev, dt] = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable " << device_name(dev) << " device";
+  Case c;
+  c.dtype = dt;
+  c.seqlen_q = c.seqlen_k = 33;
+  c.heads_q = 4;
+  c.heads_kv = 2;
+  c.head_dim = 192;
+  c.head_dim_v = 128;
+  c.causal = true;
+  Instance in = make_instance(dev, c, /*backward=*/true);
+  flashattn::Status st = flashattn::forward(in.fwd_args());
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported: " << st.message;
+  ASSERT_TRUE(st.ok()) << st.message;
+  const std::vector<double> out = in.out.read();
+  st = flashattn::backward(in.bwd_args());
+  if (skip_if_unsupported(dev, st)) GTEST_SKIP() << "Unsupported: " << st.message;
+  ASSERT_TRUE(st.ok()) << st.message;
+  const std::vector<double> dv = in.grad.v.read();
+
+  Tensor out2 = shifted_like(in.out, 2);
+  flashattn::ForwardArgs fa = in.fwd_args();
+  fa.out = out2.view();
+  Tensor dv2 = shifted_like(in.grad.v, 2);
+  flashattn::BackwardArgs ba = in.bwd_args();
+  ba.dv = dv2.view();
+  if (dev == Device::CPU) {
+    ASSERT_TRUE(flashattn::forward(fa).ok());
+    EXPECT_EQ(out2.read(), out);
+    ASSERT_TRUE(flashattn::backward(ba).ok());
+    EXPECT_EQ(dv2.read(), dv);
+    return;
+  }
+  {
+    CallGuard guard({&in.in.q, &in.in.k, &in.in.v}, {&out2, &in.lse});
+    st = flashattn::forward(fa);
+    EXPECT_EQ(st.code, flashattn::ErrorCode::InvalidArgument) << st.message;
+    EXPECT_NE(st.message.find("out"), std::string::npos) << st.message;
+    EXPECT_NE(st.message.find("16-byte"), std::string::npos) << st.message;
+    EXPECT_TRUE(guard.untouched());
+  }
+  CallGuard guard({&in.in.q, &in.in.k, &in.in.v, &in.out, &in.dout, &in.lse},
+                  {&in.grad.q, &in.grad.k, &dv2});
+  st = flashattn::backward(ba);
+  EXPECT_EQ(st.code, flashattn::ErrorCode::InvalidArgument) << st.message;
+  EXPECT_NE(st.message.find("dv"), std::string::npos) << st.message;
+  EXPECT_TRUE(guard.untouched());
+}
+
 INSTANTIATE_TEST_SUITE_P(Edge, EdgeShapes,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
                                             ::testing::ValuesIn(dtypes())),

@@ -13,6 +13,7 @@
 //
 // The backend supplies Ops (its memory and copy primitives; the copies run in
 // the order given, on the call's stream for CUDA):
+//   Status check(const Rows& t);  // every tensor copied, before anything runs
 //   Status alloc(size_t bytes, void** base);  // lives until Ops is destroyed
 //   Status pad(const Rows& src, void* dst, int64_t width, size_t elem_bytes);
 //   Status crop(const void* src, int64_t width, const Rows& dst, size_t elem_bytes);
@@ -33,6 +34,7 @@ namespace flashattn::detail::head_dim_pad {
 // A strided [n0, n1, heads, cols] tensor: element (a, s, h, c) at element
 // offset a * str.batch + s * str.seq + h * str.head + c from ptr.
 struct Rows {
+  const char* name = "";  // the argument, for error messages
   void* ptr = nullptr;
   Strides str;
   int64_t n0 = 0, n1 = 0, heads = 0, cols = 0;
@@ -87,8 +89,10 @@ class Planner {
   Planner(const AttnParams& p, void* base) : p_(p), carve_(base), P_(width(p)) {}
 
   template <class Ptr>
-  void swap(Ptr* ptr, Strides* str, bool query_side, int64_t heads, int64_t cols, DType dt, bool input) {
+  void swap(const char* name, Ptr* ptr, Strides* str, bool query_side, int64_t heads, int64_t cols, DType dt,
+            bool input) {
     Rows r;
+    r.name = name;
     r.ptr = const_cast<void*>(static_cast<const void*>(*ptr));
     r.str = *str;
     extent(p_, query_side, &r.n0, &r.n1);
@@ -114,12 +118,12 @@ inline void plan(const FwdParams& p, Planner& pl, FwdParams* w) {
   *w = p;
   w->head_dim = w->head_dim_v = width(p);
   if (p.head_dim < w->head_dim) {
-    pl.swap(&w->q, &w->q_str, true, p.heads_q, p.head_dim, p.dtype, true);
-    pl.swap(&w->k, &w->k_str, false, p.heads_kv, p.head_dim, p.dtype, true);
+    pl.swap("q", &w->q, &w->q_str, true, p.heads_q, p.head_dim, p.dtype, true);
+    pl.swap("k", &w->k, &w->k_str, false, p.heads_kv, p.head_dim, p.dtype, true);
   }
   if (p.dim_v() < w->head_dim) {
-    pl.swap(&w->v, &w->v_str, false, p.heads_kv, p.dim_v(), p.dtype, true);
-    pl.swap(&w->out, &w->o_str, true, p.heads_q, p.dim_v(), out_dtype_for(p.dtype), false);
+    pl.swap("v", &w->v, &w->v_str, false, p.heads_kv, p.dim_v(), p.dtype, true);
+    pl.swap("out", &w->out, &w->o_str, true, p.heads_q, p.dim_v(), out_dtype_for(p.dtype), false);
   }
 }
 
@@ -127,16 +131,16 @@ inline void plan(const BwdParams& p, Planner& pl, BwdParams* w) {
   *w = p;
   w->head_dim = w->head_dim_v = width(p);
   if (p.head_dim < w->head_dim) {
-    pl.swap(&w->q, &w->q_str, true, p.heads_q, p.head_dim, p.dtype, true);
-    pl.swap(&w->k, &w->k_str, false, p.heads_kv, p.head_dim, p.dtype, true);
-    pl.swap(&w->dq, &w->dq_str, true, p.heads_q, p.head_dim, p.dtype, false);
-    pl.swap(&w->dk, &w->dk_str, false, p.heads_kv, p.head_dim, p.dtype, false);
+    pl.swap("q", &w->q, &w->q_str, true, p.heads_q, p.head_dim, p.dtype, true);
+    pl.swap("k", &w->k, &w->k_str, false, p.heads_kv, p.head_dim, p.dtype, true);
+    pl.swap("dq", &w->dq, &w->dq_str, true, p.heads_q, p.head_dim, p.dtype, false);
+    pl.swap("dk", &w->dk, &w->dk_str, false, p.heads_kv, p.head_dim, p.dtype, false);
   }
   if (p.dim_v() < w->head_dim) {
-    pl.swap(&w->v, &w->v_str, false, p.heads_kv, p.dim_v(), p.dtype, true);
-    pl.swap(&w->out, &w->o_str, true, p.heads_q, p.dim_v(), p.dtype, true);
-    pl.swap(&w->dout, &w->do_str, true, p.heads_q, p.dim_v(), p.dtype, true);
-    pl.swap(&w->dv, &w->dv_str, false, p.heads_kv, p.dim_v(), p.dtype, false);
+    pl.swap("v", &w->v, &w->v_str, false, p.heads_kv, p.dim_v(), p.dtype, true);
+    pl.swap("out", &w->out, &w->o_str, true, p.heads_q, p.dim_v(), p.dtype, true);
+    pl.swap("dout", &w->dout, &w->do_str, true, p.heads_q, p.dim_v(), p.dtype, true);
+    pl.swap("dv", &w->dv, &w->dv_str, false, p.heads_kv, p.dim_v(), p.dtype, false);
   }
 }
 
@@ -157,7 +161,17 @@ Params padded_shape(const Params& p, size_t* bytes) {
 template <class Params, class Ops, class Run>
 Status call(const Params& p, Ops& ops, Run run) {
   size_t bytes = 0;
-  padded_shape(p, &bytes);
+  {
+    impl::Planner count(p, nullptr);
+    Params w;
+    impl::plan(p, count, &w);
+    bytes = count.bytes();
+    for (const auto* list : {&count.pads, &count.crops}) {
+      for (const impl::Copy& c : *list) {
+        if (Status s = ops.check(c.user); !s.ok()) return s;
+      }
+    }
+  }
   void* base = nullptr;
   if (Status s = ops.alloc(bytes, &base); !s.ok()) return s;
   impl::Planner pl(p, base);

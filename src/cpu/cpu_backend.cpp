@@ -220,6 +220,7 @@ void rotate_q(const FwdParams& p, void* dst) {
 // dim of its own): one allocation, rows copied in parallel.
 class PadOps {
  public:
+  Status check(const head_dim_pad::Rows&) { return Status::Ok(); }  // rows of any stride
   Status alloc(size_t bytes, void** base) {
     scratch_ = std::make_unique<Scratch>(bytes);
     if (bytes && !scratch_->data) return no_memory(bytes);

@@ -285,7 +285,12 @@ Status with_workspace(const P& p, size_t bytes, Run run) {
 // dim of its own), on the call's stream.
 class PadOps {
  public:
-  PadOps(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  PadOps(int device, cudaStream_t stream, DType dtype) : device_(device), stream_(stream), dtype_(dtype) {}
+  // The copy kernel moves 16-byte chunks, the unit every CUDA kernel here
+  // loads and stores: the same alignment rule as theirs.
+  Status check(const head_dim_pad::Rows& t) {
+    return check_alignment(t.name, t.ptr, t.str, t.n0, t.n1, t.heads, dtype_);
+  }
   Status alloc(size_t bytes, void** base) {
     Status s = ws_.alloc(bytes, device_, stream_);
     *base = ws_.get();
@@ -304,6 +309,7 @@ class PadOps {
  private:
   int device_;
   cudaStream_t stream_;
+  DType dtype_;
   Workspace ws_;
 };
 
@@ -313,7 +319,7 @@ Status with_padded_head_dims(const Params& p, Run run) {
   DeviceGuard guard;
   Status s = guard.enter(p.device_index);
   if (!s.ok()) return s;
-  PadOps ops(p.device_index, static_cast<cudaStream_t>(p.stream));
+  PadOps ops(p.device_index, static_cast<cudaStream_t>(p.stream), p.dtype);
   s = head_dim_pad::call(p, ops, run);
   const Status r = ops.release();
   return s.ok() ? r : s;

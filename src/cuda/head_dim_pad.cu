@@ -1,7 +1,10 @@
 // Row copies for common/head_dim_pad.hpp on the device (v with a head dim of
 // its own): strided rows into zero-padded contiguous ones and back. Memory
-// bound and O(N * head_dim); one thread per element, consecutive threads on
-// consecutive columns so that a warp reads and writes whole row pieces.
+// bound and O(N * head_dim). A block row (threadIdx.y) is one tensor row,
+// its threads (threadIdx.x) the row's 16-byte chunks, so the row's index
+// arithmetic runs once per chunk rather than once per element: the first
+// version, a thread per 2-byte element with three 64-bit divisions each, cost
+// ~0.9 ms per 16k-token forward on the H200 (bench/NOTES.md).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -11,35 +14,57 @@
 namespace flashattn::detail::cuda {
 namespace {
 
-template <class T, bool kPad>
-__global__ void pad_or_crop(const head_dim_pad::Rows t, T* padded, int64_t width, int64_t total) {
-  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < total;
-       x += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = x / width, c = x % width;
-    const int64_t h = r % t.heads, s = r / t.heads % t.n1, a = r / t.heads / t.n1;
-    T* row = static_cast<T*>(t.ptr) + a * t.str.batch + s * t.str.seq + h * t.str.head;
-    if (kPad) {
-      padded[x] = c < t.cols ? row[c] : T(0);
-    } else if (c < t.cols) {
-      row[c] = padded[x];
-    }
+struct Shape {
+  int64_t rows;       // n0 * n1 * heads
+  int chunks_padded;  // chunks of V in a padded row
+  int chunks_user;    // chunks of V holding the user's columns
+};
+
+template <class V, bool kPad, class Index>
+__global__ void pad_or_crop(const head_dim_pad::Rows t, V* padded, Shape sh, size_t es) {
+  const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const int c = threadIdx.x;
+  if (r >= sh.rows || c >= sh.chunks_padded) return;
+  const Index heads = Index(t.heads), n1 = Index(t.n1), ri = Index(r);
+  const Index h = ri % heads, rest = ri / heads, s = rest % n1, a = rest / n1;
+  char* base = static_cast<char*>(t.ptr) +
+               (int64_t(a) * t.str.batch + int64_t(s) * t.str.seq + int64_t(h) * t.str.head) * int64_t(es);
+  V* user = reinterpret_cast<V*>(base);
+  V* prow = padded + r * sh.chunks_padded;
+  if (kPad) {
+    prow[c] = c < sh.chunks_user ? user[c] : V{};
+  } else if (c < sh.chunks_user) {
+    user[c] = prow[c];
   }
+}
+
+template <class V, bool kPad>
+cudaError_t launch_as(const head_dim_pad::Rows& t, void* padded, int64_t width, size_t es, cudaStream_t stream) {
+  Shape sh;
+  sh.rows = t.count();
+  sh.chunks_padded = int(size_t(width) * es / sizeof(V));
+  sh.chunks_user = int(size_t(t.cols) * es / sizeof(V));
+  const int rows_per_block = sh.chunks_padded >= 256 ? 1 : 256 / sh.chunks_padded;
+  const dim3 block(unsigned(sh.chunks_padded), unsigned(rows_per_block));
+  const int64_t blocks = (sh.rows + rows_per_block - 1) / rows_per_block;
+  if (blocks > INT32_MAX) return cudaErrorInvalidConfiguration;
+  const bool small = sh.rows <= int64_t(UINT32_MAX) && t.n1 <= int64_t(UINT32_MAX);
+  V* p = static_cast<V*>(padded);
+  if (small) {
+    pad_or_crop<V, kPad, uint32_t><<<unsigned(blocks), block, 0, stream>>>(t, p, sh, es);
+  } else {
+    pad_or_crop<V, kPad, uint64_t><<<unsigned(blocks), block, 0, stream>>>(t, p, sh, es);
+  }
+  return cudaGetLastError();
 }
 
 template <bool kPad>
 cudaError_t launch(const head_dim_pad::Rows& t, void* padded, int64_t width, size_t es, cudaStream_t stream) {
-  const int64_t total = t.count() * width;
-  if (total == 0) return cudaSuccess;
-  constexpr int kThreads = 256;
-  const int64_t blocks = (total + kThreads - 1) / kThreads;
-  const unsigned grid = unsigned(blocks < (int64_t(1) << 20) ? blocks : (int64_t(1) << 20));
-  switch (es) {
-    case 1: pad_or_crop<uint8_t, kPad><<<grid, kThreads, 0, stream>>>(t, static_cast<uint8_t*>(padded), width, total); break;
-    case 2: pad_or_crop<uint16_t, kPad><<<grid, kThreads, 0, stream>>>(t, static_cast<uint16_t*>(padded), width, total); break;
-    case 4: pad_or_crop<uint32_t, kPad><<<grid, kThreads, 0, stream>>>(t, static_cast<uint32_t*>(padded), width, total); break;
-    default: return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  if (t.count() == 0) return cudaSuccess;
+  // 16-byte rows on both sides: the caller's by PadOps::check (dispatch.cpp),
+  // the workspace's by construction (256-byte aligned, width a multiple of 8).
+  if ((size_t(width) * es) % 16 != 0 || (size_t(t.cols) * es) % 16 != 0) return cudaErrorInvalidValue;
+  return launch_as<uint4, kPad>(t, padded, width, es, stream);
 }
 
 }  // namespace
