@@ -37,14 +37,33 @@ def flops(b, h, n, d, dv, causal, mode):
     return f * (2.5 if mode == "bwd" else 1.0)
 
 
+def set_pool_release_threshold(mb):
+    """The CUDA default memory pool of device 0 keeps `mb` MiB after a
+    synchronisation instead of returning it to the driver (the library raises
+    it to 256 MiB only when the caller left it at 0). Through the driver API,
+    so that torch's and the library's runtimes see the same pool."""
+    import ctypes
+
+    cu = ctypes.CDLL("libcuda.so.1")
+    dev, pool = ctypes.c_int(), ctypes.c_void_p()
+    assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    assert cu.cuDeviceGetDefaultMemPool(ctypes.byref(pool), dev) == 0
+    val = ctypes.c_uint64(mb << 20)
+    assert cu.cuMemPoolSetAttribute(pool, 4, ctypes.byref(val)) == 0  # CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--pool-threshold-mb", type=int, default=0,
+                    help="set the default pool's release threshold first (0: leave it to the library)")
     ap.add_argument("csv", nargs="?")
     ap.add_argument("--seqlens", default="1024,4096,16384")
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--dims", default="192:128", help="d:dv pairs, comma separated")
     ap.add_argument("--passes", default="fwd,bwd")
     a = ap.parse_args()
+    if a.pool_threshold_mb:
+        set_pool_release_threshold(a.pool_threshold_mb)
     out = Tee(a.csv)
     header(out)
     print("impl,pass,d,dv,seqlen,causal,batch,heads,ms,tflops", file=out, flush=True)
