@@ -13,7 +13,7 @@
 //
 // The backend supplies Ops (its memory and copy primitives; the copies run in
 // the order given, on the call's stream for CUDA):
-//   Status check(const Rows& t);  // every tensor copied, before anything runs
+//   Status check(const Rows& t);  // every tensor copied, before the first copy
 //   Status alloc(size_t bytes, void** base);  // lives until Ops is destroyed
 //   Status pad(const Rows& src, void* dst, int64_t width, size_t elem_bytes);
 //   Status crop(const void* src, int64_t width, const Rows& dst, size_t elem_bytes);
@@ -161,22 +161,19 @@ Params padded_shape(const Params& p, size_t* bytes) {
 template <class Params, class Ops, class Run>
 Status call(const Params& p, Ops& ops, Run run) {
   size_t bytes = 0;
-  {
-    impl::Planner count(p, nullptr);
-    Params w;
-    impl::plan(p, count, &w);
-    bytes = count.bytes();
-    for (const auto* list : {&count.pads, &count.crops}) {
-      for (const impl::Copy& c : *list) {
-        if (Status s = ops.check(c.user); !s.ok()) return s;
-      }
-    }
-  }
+  padded_shape(p, &bytes);
   void* base = nullptr;
   if (Status s = ops.alloc(bytes, &base); !s.ok()) return s;
   impl::Planner pl(p, base);
   Params w;
   impl::plan(p, pl, &w);
+  // Every tensor checked before the first copy: an error leaves the caller's
+  // memory as it was (the workspace goes with ops).
+  for (const auto* list : {&pl.pads, &pl.crops}) {
+    for (const impl::Copy& c : *list) {
+      if (Status s = ops.check(c.user); !s.ok()) return s;
+    }
+  }
   const int64_t P = width(p);
   for (const impl::Copy& c : pl.pads) {
     if (Status s = ops.pad(c.user, c.ws, P, c.es); !s.ok()) return s;
