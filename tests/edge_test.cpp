@@ -434,6 +434,21 @@ TEST_P(EdgeShapes, BackwardHeadDim256MultiTile) {
   check_multi_tile_backward(dev, dt, 256, false);
 }
 
+// Head dim 192 on the Hopper backward's own tile (its consumer warpgroups
+// take 128 and 64 columns of dK, dV and dQ; bwd_kernel_split.cuh), and 160
+// on it with 32 zero columns; default and deterministic (four kv heads
+// interleaved at 160). The CPU runs head dim 192 in the Large sweep.
+TEST_P(EdgeShapes, BackwardHeadDim192MultiTile) {
+  const auto [dev, dt] = GetParam();
+  if (dev == Device::CPU) GTEST_SKIP() << "tests the CUDA backward's head-dim-192 tile";
+  for (bool det : {false, true}) {
+    SCOPED_TRACE(det ? "deterministic" : "default");
+    check_multi_tile_backward(dev, dt, 192, det);
+    if (testing::Test::HasFatalFailure() || testing::Test::IsSkipped()) return;
+  }
+  check_multi_tile_backward(dev, dt, 160, true, 8, 4);
+}
+
 // Head dims at the limits: 8 and 256 run (both backends where supported);
 // 0, 4, 12 (not a multiple of 8) and 264 are refused, naming head_dim, with
 // the outputs untouched.

@@ -249,7 +249,7 @@ TEST(CudaVariants, Alibi) {
   d256.alibi = 1;
   d256.softcap = 20.f;
   run_case(d256, 6);
-  Case d176 = make(DType::F16, 2, 131, 260, 4, 2);  // the forward's 192 tile, its last 16 columns zero
+  Case d176 = make(DType::F16, 2, 131, 260, 4, 2);  // the 192 tiles, their last 16 columns zero
   d176.D = 176;
   d176.alibi = 2;
   d176.softcap = 15.f;

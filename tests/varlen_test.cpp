@@ -47,7 +47,7 @@ std::vector<VarlenCase> varlen_cases() {
   add(DType::BF16, {70, 200, 0, 1}, {150, 64, 9, 300}, 4, 2, 256, false);
   add(DType::F16, {129, 300}, {129, 300}, 4, 1, 64, true);
   // Every sm80 backward tile (head dims 72 -> 96, 160 -> 192, 256; on Hopper
-  // 72 and 160 take the sm90 tiles 128 and 256, the sm80 ones with
+  // 72 and 160 take the sm90 tiles 128 and 192, the sm80 ones with
   // FLASHATTN_DISABLE_SM90=1) and the
   // deterministic backward's own dQ kernel at each tile, fp16 and bf16: the
   // GPU's varlen kernel instantiations (h200_sanitize_all.sh's launch
@@ -176,11 +176,11 @@ TEST(VarlenCAbi, SameBitsAsCpp) {
 // with finite data, and sequence 1's is NaN, as the reference has it. (On
 // the H200 the Hopper forward loads sequence 0's last key tile from the
 // packed rows, sequence 1's included, and must zero those V rows: P is 0
-// there, 0 * NaN is not.) Head dims 64, 128, 256: each tile shape.
+// there, 0 * NaN is not.) Head dims 64, 128, 192, 256: each tile shape.
 TEST(VarlenIsolation, NonFiniteNextSequenceStaysOut) {
   const Device dev = test_devices()[0];
   if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
-  for (int64_t d : {64, 128, 256}) {
+  for (int64_t d : {64, 128, 192, 256}) {
     SCOPED_TRACE("head_dim " + std::to_string(d));
     VarlenCase c;
     c.dtype = DType::BF16;
@@ -218,12 +218,12 @@ TEST(VarlenIsolation, NonFiniteNextSequenceStaysOut) {
 // finite data, and sequence 1's are NaN. Sequence 0 ends inside a query tile
 // (37 queries) and inside a key tile (45 keys) at every tile shape, so the
 // Hopper backward's TMA loads bring sequence 1's rows into both; it must
-// zero them before its products (0 * NaN is NaN). Head dims 64, 128, 256:
-// each tile shape, deterministic or not.
+// zero them before its products (0 * NaN is NaN). Head dims 64, 128, 192,
+// 256: each tile shape, deterministic or not.
 TEST(VarlenIsolation, BackwardNonFiniteNextSequenceStaysOut) {
   const Device dev = test_devices()[0];
   if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
-  for (int64_t d : {64, 128, 256}) {
+  for (int64_t d : {64, 128, 192, 256}) {
     for (bool det : {false, true}) {
       SCOPED_TRACE("head_dim " + std::to_string(d) + (det ? ", deterministic" : ""));
       VarlenCase c;

@@ -346,7 +346,7 @@ bool use_sm90(const FwdParams& p) {
 #endif
 
 #ifdef FLASHATTN_WITH_SM90_BWD
-// The Hopper backward likewise (multiples of 8 up to 256 on the 64/128/256 tiles, fp16/bf16, softcap
+// The Hopper backward likewise (multiples of 8 up to 256 on the 64/128/192/256 tiles, fp16/bf16, softcap
 // and ALiBi too, padded or varlen batches, no dropout: sm90::can_implement_bwd);
 // deterministic=true orders its dQ additions by key tile
 // (sm90/bwd_kernel.cuh, bwd_dq_writer).

@@ -64,8 +64,8 @@ std::vector<Case> large_cases(bool backward) {
     v.push_back(c);
   };
   // 267: Sq != Sk both ways, every dtype, most head dims (8 and 72 run on the
-  // next tile up, 64 and 128; 192 is a forward tile of its own on Hopper and
-  // runs the backward on 256).
+  // next tile up, 64 and 128; 192 is a tile of its own on Hopper, forward and
+  // backward).
   for (DType dt : kDtypes)
     for (int64_t d : {8, 72, 128, 192, 256})
       for (auto [sq, sk] : {std::pair<int64_t, int64_t>{267, 267}, {267, 17}, {17, 267}, {1, 267}})

@@ -2,7 +2,7 @@
 // on FlashAttention-3's machinery: TMA, mbarrier rings, wgmma, warp
 // specialisation).
 //
-// One CTA per (kBlockN = 128 keys, kv head, batch); head dim 256 takes 64
+// One CTA per (kBlockN = 128 keys, kv head, batch); head dims 192 and 256 take 64
 // keys and its own consumers (bwd_kernel_split.cuh). Varlen batches: the
 // CTA's sequence from cu_seqlens (bwd_seq.cuh). K and V are loaded once
 // and stay in shared memory; the CTA steps over every query tile (64 rows)
@@ -238,12 +238,12 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
   if (lane == 0) bulk_wait_all();
 }
 
-// dQ writer at head dim 256 (warp 1): per step, once both consumer
-// warpgroups have staged their dQ halves in the step's Q/dO stage
-// (bwd_kernel_split.cuh), lane 0 adds the tile's 64 x 256 floats with four
-// 16 KB bulk reduce-adds (half w: rows 0-31 from Q's atom columns 2w, 2w + 1,
-// rows 32-63 from dO's; the accumulator holds the tile in that order,
-// bwd_dq_split_offset) and frees the stage for the producer once they have
+// dQ writer at head dims 192 and 256 (warp 1): per step, once both consumer
+// warpgroups have staged their dQ columns in the step's Q/dO stage
+// (bwd_kernel_split.cuh), lane 0 adds the tile's 64 x head_dim floats with
+// four bulk reduce-adds (warpgroup w's columns: rows 0-31 from Q's atom
+// columns from bwd_split_col0(w) / 64, rows 32-63 from dO's; the accumulator
+// holds the tile in that order, bwd_dq_split_offset) and frees the stage for the producer once they have
 // read it. In deterministic mode a step's turn passes on only once its adds
 // have completed, and a writer waiting for that cannot take the next step:
 // there warps 1 and 2 write the steps of stages 0 and 1 (from `first`,
@@ -255,7 +255,6 @@ __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, cons
                                                     const BwdSeq& seq, int hk, int kv_tile, int total,
                                                     const QueryTileRange& qr, int lane, int first) {
   static_assert(T::kStages == 2, "two writers: writer w adds the steps of stage w");
-  constexpr uint32_t kPart = 32 * 128 * 4;  // 32 rows of a half, bytes
   for (int it = first; it < total; it += 1 + a.det_two_writers) {
     const BwdStep<T> st(it, hk, a.group, qr);
     named_barrier_sync(T::kBarDQFull + st.stage, T::kDQSyncThreads);
@@ -265,9 +264,13 @@ __device__ __forceinline__ void bwd_dq_writer_split(const BwdKernelArgs& a, cons
       if (a.deterministic) turn = dq_turn_wait<T>(a, seq, st.head, st.m0, kv_tile);
 #pragma unroll
       for (int w = 0; w < 2; ++w) {
-        const uint32_t off = 2 * w * T::kBlockM * 128;
-        bulk_reduce_add_f32(tile + w * 64 * 128, sm.q(st.stage) + off, kPart);
-        bulk_reduce_add_f32(tile + w * 64 * 128 + 32 * 128, sm.dout(st.stage) + off, kPart);
+        // Warpgroup w's block: 32 rows of bwd_split_cols floats each from Q's
+        // and from dO's atom columns at bwd_split_col0(w) (bwd_kernel_split.cuh).
+        constexpr int kCol0[2] = {bwd_split_col0(0), bwd_split_col0(1)};
+        constexpr int kCols[2] = {bwd_split_cols(T::kHeadDim, 0), bwd_split_cols(T::kHeadDim, 1)};
+        const uint32_t off = kCol0[w] / 64 * T::kBlockM * 128, part = 32 * kCols[w] * 4;
+        bulk_reduce_add_f32(tile + 64 * kCol0[w], sm.q(st.stage) + off, part);
+        bulk_reduce_add_f32(tile + 64 * kCol0[w] + 32 * kCols[w], sm.dout(st.stage) + off, part);
       }
       tma_store_commit();
       bulk_wait_read<0>();
@@ -603,8 +606,16 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
     setmaxnreg_inc<T::kConsumerRegs>();
     total = work(hk, c0, seq, qr);
     if constexpr (T::kSplitHeadDim) {
-      bwd_consumer_split<T, BwdStep<T>, kVarlen, kMod>(a, sm, seq, hk, c0, total, qr, wg - 1,
-                                                           static_cast<int>(threadIdx.x) % 128);
+      // One instantiation per column count (bwd_split_cols): at 256 both
+      // warpgroups run the same code.
+      constexpr int kCols0 = bwd_split_cols(T::kHeadDim, 0), kCols1 = bwd_split_cols(T::kHeadDim, 1);
+      if (kCols0 == kCols1 || wg == 1) {
+        bwd_consumer_split<T, BwdStep<T>, kVarlen, kMod, kCols0>(a, sm, seq, hk, c0, total, qr, wg - 1,
+                                                                 static_cast<int>(threadIdx.x) % 128);
+      } else {
+        bwd_consumer_split<T, BwdStep<T>, kVarlen, kMod, kCols1>(a, sm, seq, hk, c0, total, qr, wg - 1,
+                                                                 static_cast<int>(threadIdx.x) % 128);
+      }
     } else {
       bwd_consumer<T, kVarlen, kMod>(a, sm, seq, hk, c0, total, qr, wg - 1,
                                          static_cast<int>(threadIdx.x) % 128);

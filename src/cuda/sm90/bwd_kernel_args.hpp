@@ -15,35 +15,49 @@ namespace flashattn::detail::cuda::sm90 {
 // host and device: TMA box sizes, the padded LSE/D rows, the grid). Head dim
 // 64 takes 128 query rows per step: its wgmmas would be half as long at 64,
 // and its dQ tile (128 x 64) then splits by rows between the two consumer
-// warpgroups, where head dim 128's (64 x 128) splits by columns. Head dim 256
-// takes 64 keys: dK and dV for 128 keys would need 256 registers per thread
-// (bwd_traits.cuh, kSplitHeadDim).
-// Head dim 256 splits dK, dV and dQ by head-dim halves between the consumer
-// warpgroups (bwd_kernel_split.cuh).
+// warpgroups, where head dim 128's (64 x 128) splits by columns. Head dims
+// 192 and 256 take 64 keys: dK and dV for 128 keys would need 192 or 256
+// registers per thread (bwd_traits.cuh, kSplitHeadDim), and split dK, dV and
+// dQ by columns between the consumer warpgroups (bwd_kernel_split.cuh).
 constexpr bool bwd_split_head_dim(int head_dim) { return head_dim > 128; }
 constexpr int bwd_block_n(int head_dim) { return bwd_split_head_dim(head_dim) ? 64 : 128; }
 constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
+// The split's columns: consumer warpgroup w takes columns bwd_split_col0(w)
+// .. + bwd_split_cols(head_dim, w) of dK, dV and dQ. Whole 64-column
+// (128-byte) swizzle atoms, because an MN-major wgmma operand (dO, Q and K
+// there) can start only at an atom's edge: the first warpgroup takes two
+// atoms, the second the rest (two at 256, one at 192).
+constexpr int bwd_split_col0(int w) { return 128 * w; }
+constexpr int bwd_split_cols(int head_dim, int w) { return w == 0 ? 128 : head_dim - 128; }
 // Floats of padding after each head_dim-long row of the fp32 dQ accumulator,
 // in shared memory (rows 8 banks apart: conflict-free staging stores) and,
 // so that a staged query tile is one contiguous bulk reduce-add, in global
 // memory too.
 constexpr int kBwdDQPad = 8;
-// Floats per query row of the accumulator. Head dim 256 stages dQ in the
-// step's Q/dO buffers, which have no room for padding: its rows are
+// Floats per query row of the accumulator. The split head dims stage dQ in
+// the step's Q/dO buffers, which have no room for padding: their rows are
 // swizzled instead (bwd_dq_split_offset).
 constexpr int bwd_dq_stride(int head_dim) {
   return bwd_split_head_dim(head_dim) ? head_dim : head_dim + kBwdDQPad;
 }
-// Head dim 256: where dQ[row][col] of a 64-query tile sits in the tile's
-// 64 x 256 floats of the accumulator. Each head-dim half is a [64][128]
-// block (one consumer warpgroup's staging area, two contiguous 16 KB bulk
-// reduce-adds) whose rows keep their 16-byte chunks in the order
-// chunk ^ (row % 8), which makes the staging stores conflict-free.
+// The split head dims: where dQ[row][col] of a 64-query tile sits in the
+// tile's 64 x head_dim floats of the accumulator. Each warpgroup's columns
+// are a [64][bwd_split_cols] block (its staging area, two contiguous bulk
+// reduce-adds) whose rows keep their 16-byte chunks in the order chunk ^
+// (row % 8), which makes the staging stores conflict-free.
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-constexpr int bwd_dq_split_offset(int row, int col) {
-  return (col / 128) * 64 * 128 + row * 128 + (((col % 128) / 4) ^ (row % 8)) * 4 + col % 4;
+constexpr int bwd_dq_split_offset(int row, int col, int head_dim) {
+  const int w = col / 128;
+  return 64 * bwd_split_col0(w) + row * bwd_split_cols(head_dim, w) + (((col % 128) / 4) ^ (row % 8)) * 4 +
+         col % 4;
+}
+// The preprocess (bwd_prepost.cuh): lanes per query row, one 16-byte load
+// of O and of dO each, rounded up to a power of two that divides the warp
+// (head dim 192: 24 lanes load, 32 take part in the row's shuffles).
+constexpr int bwd_prep_lanes(int head_dim) {
+  return head_dim / 8 <= 8 ? 8 : head_dim / 8 <= 16 ? 16 : 32;
 }
 
 // Varlen (cu_seqlens) workspace rows. Padded batches lay the LSE/D/dQ rows

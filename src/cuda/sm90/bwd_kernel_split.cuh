@@ -1,10 +1,11 @@
-// The consumer warpgroups of the Hopper backward at head dim 256
+// The consumer warpgroups of the Hopper backward at head dims 192 and 256
 // (BwdTraits::kSplitHeadDim; the producer warp and the kernel are
 // bwd_kernel.cuh's).
 //
 // At head dim 256 a warpgroup that owned 64 keys, as at 64 and 128, would
 // hold dK and dV for them over all 256 columns: 256 fp32 registers per
-// thread. So the CTA takes 64 keys (K and V: 64 KB), steps over 64 queries
+// thread (192 at head dim 192, beside the 64 of S^T and dP^T: too many too).
+// So the CTA takes 64 keys (K and V: 64 KB at 256), steps over 64 queries
 // (Q and dO: 64 KB per stage, two stages), and its two warpgroups split the
 // work in two ways:
 //   S^T  = K Q_w^T      [64 keys x 32 queries], queries 32w .. 32w+31   ss
@@ -12,17 +13,21 @@
 //   P^T, dS^T           computed for those 32 queries, written (16-bit,
 //                       128-byte swizzle, [key][query]) to shared memory;
 //                       both warpgroups meet at kBarDS
-//   dV_w += P^T dO      [64 keys x 128 columns], columns 128w ..        ss_bt
-//   dK_w += dS^T Q      [64 x 128]                                      ss_bt
-//   dQ_w  = dS K        [64 queries x 128 columns], columns 128w ..     ss_tt
-// dK, dV and dQ take 64 registers each. The shared memory left after K, V,
-// the Q/dO ring and P^T/dS^T (two buffers each: a step's writes must not
-// reach what the other warpgroup's wgmmas of the step before may still read)
-// is ~1 KB, too little for a dQ staging tile (64 x 256 fp32 = 64 KB). But
-// after the barrier each warpgroup's wgmmas read only its own halves of Q
-// and dO (16 KB each), and dQ_w is 32 KB: so dQ_w is staged there, once
-// dV_w and dK_w have retired, and the dQ writer warp adds the whole tile
-// with four bulk reduce-adds before it frees the stage (bwd_dq_writer_split).
+//   dV_w += P^T dO      [64 keys x C_w columns], columns 128w ..        ss_bt
+//   dK_w += dS^T Q      [64 x C_w]                                      ss_bt
+//   dQ_w  = dS K        [64 queries x C_w columns], columns 128w ..     ss_tt
+// with C_0 = 128 and C_1 = head_dim - 128 (bwd_split_cols: whole atoms, so
+// at 192 the second warpgroup has half the first one's dV/dK/dQ work and
+// runs ahead into the next step's S^T; the tensor cores are shared, so the
+// total work is what counts). dK, dV and dQ take C_w / 2 registers each.
+// The shared memory left after K, V, the Q/dO ring and P^T/dS^T (two buffers
+// each: a step's writes must not reach what the other warpgroup's wgmmas of
+// the step before may still read) is ~1 KB at 256, too little for a dQ
+// staging tile (64 x 256 fp32 = 64 KB). But after the barrier each
+// warpgroup's wgmmas read only its own columns of Q and dO (C_w x 128 bytes
+// each), and dQ_w takes C_w x 256 bytes: so dQ_w is staged there, once dV_w
+// and dK_w have retired, and the dQ writer warp adds the whole tile with
+// four bulk reduce-adds before it frees the stage (bwd_dq_writer_split).
 // (A first version added dQ from registers with red.global.add.v2.f32, as
 // FlashAttention-2 does with scalar atomics: ncu showed L2 82% busy with
 // one request per 32-byte sector, tensor pipes 31%; bench/sm90/NOTES.md.)
@@ -43,14 +48,15 @@
 namespace flashattn::detail::cuda::sm90 {
 
 // Consumer warpgroup cw (0 or 1): queries 32cw .. 32cw + 31 of each step's
-// S^T and dP^T, head-dim columns 128cw .. 128cw + 127 of dK, dV and dQ.
-template <class T, class Step, bool kVarlen, int kMod>
+// S^T and dP^T, head-dim columns 128cw .. 128cw + kCols - 1 of dK, dV and
+// dQ (kCols = bwd_split_cols(kHeadDim, cw)).
+template <class T, class Step, bool kVarlen, int kMod, int kCols>
 __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                                    const BwdSeq& seq, int hk, int c0, int total,
                                                    const QueryTileRange& qr, int cw, int tid) {
   constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
-  constexpr int kHalf = kHeadDim / 2;  // this warpgroup's columns of dK, dV, dQ
-  static_assert(T::kSplitHeadDim && kBlockM == 64 && kBlockN == 64, "");
+  static_assert(T::kSplitHeadDim && kBlockM == 64 && kBlockN == 64 && kCols % 64 == 0, "");
+  const int atom0 = bwd_split_col0(cw) / 64;  // this warpgroup's first atom column
   using Tag = typename T::MmaTag;
   using E = ElementTraits<typename T::Element>;
   const int warp = tid / 32, lane = tid % 32, t4 = lane % 4;
@@ -58,9 +64,9 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
   // dV; queries krow, krow + 8 of dQ.
   const int krow = 16 * warp + lane / 4;
 
-  float dk[kHalf / 2], dv[kHalf / 2];
+  float dk[kCols / 2], dv[kCols / 2];
 #pragma unroll
-  for (int i = 0; i < kHalf / 2; ++i) dk[i] = dv[i] = 0.f;
+  for (int i = 0; i < kCols / 2; ++i) dk[i] = dv[i] = 0.f;
 
   const BlockMask& mask = seq.mask;
   mbar_wait(sm.kv_full(), 0);
@@ -70,9 +76,9 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
   // K and V [key][head dim] as K-major A operands of S^T and dP^T.
   const uint64_t desc_k = make_desc_sw128(sm.k(), 16, 1024);
   const uint64_t desc_v = make_desc_sw128(sm.v(), 16, 1024);
-  // K as dQ's MN-major B: this warpgroup's N = 128 columns are K's atom
-  // columns 2cw, 2cw + 1 (LBO: one atom column).
-  const uint64_t desc_kb = make_desc_sw128(sm.k() + 2 * cw * kBlockN * 128, kBlockN * 128, 1024);
+  // K as dQ's MN-major B: this warpgroup's N = kCols columns are K's atom
+  // columns atom0, ... (LBO: one atom column).
+  const uint64_t desc_kb = make_desc_sw128(sm.k() + atom0 * kBlockN * 128, kBlockN * 128, 1024);
   // P^T and dS^T stores: row r's 16-byte chunk j (queries 8j .. 8j + 7) sits
   // at chunk j ^ (r % 8); r % 8 = lane / 4 for both of this thread's rows
   // and fills address bits 4-6, so each address is pds_row xor a constant
@@ -173,35 +179,35 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
       }
     }
     fence_proxy_async_smem();  // st.shared -> wgmma reads (async proxy)
-    named_barrier_sync(T::kBarDS, 256);
+    named_barrier_sync_unaligned(T::kBarDS, 256);
 
     // dV_w += P^T dO, dK_w += dS^T Q over the step's 64 queries: P^T and
-    // dS^T K-major A; dO and Q MN-major B from atom column 2cw (LBO: one
+    // dS^T K-major A; dO and Q MN-major B from atom column atom0 (LBO: one
     // atom column).
     const uint64_t desc_p = make_desc_sw128(sm.p(buf), 16, 1024);
     const uint64_t desc_ds = make_desc_sw128(sm.ds(buf), 16, 1024);
     const uint64_t desc_do_mn =
-        make_desc_sw128(sm.dout(st.stage) + 2 * cw * kBlockM * 128, kBlockM * 128, 1024);
+        make_desc_sw128(sm.dout(st.stage) + atom0 * kBlockM * 128, kBlockM * 128, 1024);
     const uint64_t desc_q_mn =
-        make_desc_sw128(sm.q(st.stage) + 2 * cw * kBlockM * 128, kBlockM * 128, 1024);
+        make_desc_sw128(sm.q(st.stage) + atom0 * kBlockM * 128, kBlockM * 128, 1024);
     fence_operand(dv);
     fence_operand(dk);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      Wgmma<kHalf, Tag>::ss_bt(dv, desc_advance(desc_p, kk * 32), desc_advance(desc_do_mn, kk * 16 * 128), 1);
+      Wgmma<kCols, Tag>::ss_bt(dv, desc_advance(desc_p, kk * 32), desc_advance(desc_do_mn, kk * 16 * 128), 1);
     }
 #pragma unroll
     for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      Wgmma<kHalf, Tag>::ss_bt(dk, desc_advance(desc_ds, kk * 32), desc_advance(desc_q_mn, kk * 16 * 128), 1);
+      Wgmma<kCols, Tag>::ss_bt(dk, desc_advance(desc_ds, kk * 32), desc_advance(desc_q_mn, kk * 16 * 128), 1);
     }
     wgmma_commit();
     // dQ_w = dS K over the 64 keys: dS^T read MN-major as A.
     const uint64_t desc_ds_mn = make_desc_sw128(sm.ds(buf), kBlockN * 128, 1024);
-    float dq[kHalf / 2];
+    float dq[kCols / 2];
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      Wgmma<kHalf, Tag>::ss_tt(dq, desc_advance(desc_ds_mn, kk * 16 * 128),
+      Wgmma<kCols, Tag>::ss_tt(dq, desc_advance(desc_ds_mn, kk * 16 * 128),
                                desc_advance(desc_kb, kk * 16 * 128), kk > 0);
     }
     wgmma_commit();
@@ -215,19 +221,21 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
     // that its staging stores overwrite: all four warps first.
     named_barrier_sync(T::kBarWG + cw, 128);
 
-    // Stage dQ_w in the halves of this stage's Q (rows 0-31: warps 0, 1) and
-    // dO (rows 32-63: warps 2, 3) that only this warpgroup's dV_w and dK_w
-    // read, in the accumulator's layout (bwd_dq_split_offset): row r's chunk
-    // c (columns 4c .. 4c + 3) at c ^ (r % 8). Chunk 2j + t4 / 2 and
-    // r % 8 = lane / 4 make each address row_base xor (32 j), an immediate.
-    const uint32_t region = (warp < 2 ? sm.q(st.stage) : sm.dout(st.stage)) + 2 * cw * kBlockM * 128;
+    // Stage dQ_w in the columns of this stage's Q (rows 0-31: warps 0, 1)
+    // and dO (rows 32-63: warps 2, 3) that only this warpgroup's dV_w and
+    // dK_w read, in the accumulator's layout (bwd_dq_split_offset): rows of
+    // kCols floats, row r's chunk c (columns 4c .. 4c + 3) at c ^ (r % 8).
+    // Chunk 2j + t4 / 2 and r % 8 = lane / 4 make each address row_base xor
+    // (32 j), an immediate.
+    constexpr int kRowBytes = kCols * 4;
+    const uint32_t region = (warp < 2 ? sm.q(st.stage) : sm.dout(st.stage)) + atom0 * kBlockM * 128;
     const uint32_t row_base =
-        region + (krow % 32) * 512 + (((t4 >> 1) ^ (lane >> 2)) << 4) + (t4 & 1) * 8;
+        region + (krow % 32) * kRowBytes + (((t4 >> 1) ^ (lane >> 2)) << 4) + (t4 & 1) * 8;
 #pragma unroll
-    for (int j = 0; j < kHalf / 8; ++j) {
+    for (int j = 0; j < kCols / 8; ++j) {
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        st_shared_f32x2((row_base ^ (32 * j)) + hh * 8 * 512, dq[4 * j + 2 * hh], dq[4 * j + 2 * hh + 1]);
+        st_shared_f32x2((row_base ^ (32 * j)) + hh * 8 * kRowBytes, dq[4 * j + 2 * hh], dq[4 * j + 2 * hh + 1]);
       }
     }
     // The dQ writer adds both halves, then frees the stage with its own
@@ -237,28 +245,29 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
     // compute-sanitizer too (through the named barrier and the writer's
     // arrival, racecheck flagged each of them).
     fence_proxy_async_smem();  // st.shared -> bulk-copy reads (async proxy)
-    named_barrier_arrive(T::kBarDQFull + st.stage, T::kDQSyncThreads);
+    named_barrier_arrive_unaligned(T::kBarDQFull + st.stage, T::kDQSyncThreads);
     mbar_arrive(sm.q_empty(st.stage));
   }
 
   // dK = scale * sum dS^T Q, dV = sum P^T dO, staged in this warpgroup's
-  // atom columns (2cw, 2cw + 1) of the K and V buffers and written by TMA,
+  // atom columns (atom0, ...) of the K and V buffers and written by TMA,
   // as bwd_kernel.cuh does at head dims 64 and 128. Every warp of both
   // warpgroups must be past its last wgmma first (S^T and dP^T read all of
   // K and V; a warp's wait covers only its own part of a wgmma).
-  named_barrier_sync(T::kBarDS, 256);
+  named_barrier_sync_unaligned(T::kBarDS, 256);
   // Varlen: a box would write the next sequence's rows past this one's end,
   // so a CTA with such rows stores from registers below.
   if (!kVarlen || c0 + kBlockN <= seq.len_k) {
-    stage_dkdv<T, kHalf>(sm, dk, dv, krow, t4, 2 * cw, a.scale);
+    stage_dkdv<T, kCols>(sm, dk, dv, krow, t4, atom0, a.scale);
     named_barrier_sync(T::kBarWG + cw, 128);
-    if (tid == 0) store_dkdv<T>(a, sm, 0, seq.k_row + c0, hk, seq.map_b, 2 * cw, 2);
+    if (tid == 0) store_dkdv<T>(a, sm, 0, seq.k_row + c0, hk, seq.map_b, atom0, kCols / 64);
     return;
   }
   // 4-byte stores from registers.
   using Elem = typename T::Element;
-  Elem* gdk = static_cast<Elem*>(a.dk) + seq.map_b * a.dk_stride_batch + hk * a.dk_stride_head + kHalf * cw;
-  Elem* gdv = static_cast<Elem*>(a.dv) + seq.map_b * a.dv_stride_batch + hk * a.dv_stride_head + kHalf * cw;
+  const int col0 = bwd_split_col0(cw);
+  Elem* gdk = static_cast<Elem*>(a.dk) + seq.map_b * a.dk_stride_batch + hk * a.dk_stride_head + col0;
+  Elem* gdv = static_cast<Elem*>(a.dv) + seq.map_b * a.dv_stride_batch + hk * a.dv_stride_head + col0;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int key = c0 + krow + 8 * hh;
@@ -266,8 +275,8 @@ __device__ __forceinline__ void bwd_consumer_split(const BwdKernelArgs& a, const
       Elem* rk = gdk + static_cast<int64_t>(seq.k_row + key) * a.dk_stride_seq + 2 * t4;
       Elem* rv = gdv + static_cast<int64_t>(seq.k_row + key) * a.dv_stride_seq + 2 * t4;
 #pragma unroll
-      for (int j = 0; j < kHalf / 8; ++j) {
-        if (kHalf * cw + 8 * j >= a.head_dim) break;  // past the caller's head_dim
+      for (int j = 0; j < kCols / 8; ++j) {
+        if (col0 + 8 * j >= a.head_dim) break;  // past the caller's head_dim
         *reinterpret_cast<uint32_t*>(rk + 8 * j) =
             E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale);
         *reinterpret_cast<uint32_t*>(rv + 8 * j) = E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]);

@@ -30,7 +30,7 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
     }
   }
   // D, LSE * log2(e), and the dQ accumulator zeroed (bwd_prepost.cuh).
-  const int64_t rows_per_block = 256 / (kHeadDim / 8);
+  const int64_t rows_per_block = 256 / bwd_prep_lanes(kHeadDim);
   bwd_sm90_preprocess<Element, kHeadDim, kVarlen>
       <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);

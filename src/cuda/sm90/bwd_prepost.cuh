@@ -48,7 +48,7 @@ __device__ __forceinline__ uint32_t from_float2<__half>(float x, float y) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-// A group of kHeadDim / 8 lanes per padded row (one 16-byte load of O and of
+// A group of bwd_prep_lanes(kHeadDim) lanes per padded row (one 16-byte load of O and of
 // dO per lane; dispatch checked the alignment), 32 / group rows per warp. The
 // group also zeroes the row of the fp32 dQ accumulator, in place of a
 // separate memset of it. (One warp per row, as before, left 3/4 of the lanes
@@ -79,8 +79,8 @@ __device__ __forceinline__ int varlen_seq_of_token(const BwdPrepArgs& a, int64_t
 template <class T, int kHeadDim, bool kVarlen = false>
 __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) {
   constexpr float kLog2e = 1.4426950408889634f;
-  constexpr int kGroup = kHeadDim / 8;  // lanes per row
-  static_assert(kGroup <= 32 && 32 % kGroup == 0, "");
+  constexpr int kGroup = bwd_prep_lanes(kHeadDim);  // lanes per row
+  static_assert(kGroup >= kHeadDim / 8 && kGroup <= 32 && 32 % kGroup == 0, "");
   constexpr int kDQChunks = bwd_dq_stride(kHeadDim) / 4;  // float4s per accumulator row
   const int lane = threadIdx.x & 31, g = lane % kGroup;
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kGroup;
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
   }
   float sum = 0.f;
   const bool real = i < len;
-  if (real && 8 * g < a.cols) {  // the tile's columns past the caller's add nothing
+  if (real && 8 * g < a.cols) {  // the tile's columns past the caller's (and spare lanes) add nothing
     const T* o = static_cast<const T*>(a.o) + o_row + 8 * g;
     const T* d = static_cast<const T*>(a.dout) + do_row + 8 * g;
     const uint4 ov = *reinterpret_cast<const uint4*>(o);
@@ -181,8 +181,8 @@ __global__ void __launch_bounds__(256) bwd_sm90_postprocess(const BwdPrepArgs a)
   float4 x, y;
   if (bwd_split_head_dim(a.head_dim)) {  // the tile's permuted block
     const float* tile = a.dq_accum + (ws_row0 + i / 64 * 64) * a.head_dim;
-    x = *reinterpret_cast<const float4*>(tile + bwd_dq_split_offset(i % 64, c));
-    y = *reinterpret_cast<const float4*>(tile + bwd_dq_split_offset(i % 64, c + 4));
+    x = *reinterpret_cast<const float4*>(tile + bwd_dq_split_offset(i % 64, c, a.head_dim));
+    y = *reinterpret_cast<const float4*>(tile + bwd_dq_split_offset(i % 64, c + 4, a.head_dim));
   } else {
     const float4* src = reinterpret_cast<const float4*>(
         a.dq_accum + (ws_row0 + i) * (a.head_dim + kBwdDQPad) + c);

@@ -82,7 +82,7 @@ __device__ __forceinline__ void zero_rows_past_end(uint32_t t0, uint32_t t1, int
     st_shared_zero16((i < per_tile ? t0 : t1) + at * kRows * 128 + row * 128 + chunk * 16);
   }
   fence_proxy_async_smem();  // st.shared -> wgmma reads (async proxy)
-  named_barrier_sync(bar, nthreads);
+  named_barrier_sync_unaligned(bar, nthreads);
 }
 
 }  // namespace flashattn::detail::cuda::sm90

@@ -36,6 +36,9 @@ bool head_dim_built(int64_t d) {
 #ifdef FLASHATTN_SM90_BWD_HDIM_128
   if (d == 128) return true;
 #endif
+#ifdef FLASHATTN_SM90_BWD_HDIM_192
+  if (d == 192) return true;
+#endif
 #ifdef FLASHATTN_SM90_BWD_HDIM_256
   if (d == 256) return true;
 #endif
@@ -51,6 +54,9 @@ Status launch_for_head_dim(int64_t d, const BwdKernelArgs& args, const BwdPrepAr
 #endif
 #ifdef FLASHATTN_SM90_BWD_HDIM_128
   if (d == 128) return launch_bwd<Element, 128, kVarlen>(args, prep, stream);
+#endif
+#ifdef FLASHATTN_SM90_BWD_HDIM_192
+  if (d == 192) return launch_bwd<Element, 192, kVarlen>(args, prep, stream);
 #endif
 #ifdef FLASHATTN_SM90_BWD_HDIM_256
   if (d == 256) return launch_bwd<Element, 256, kVarlen>(args, prep, stream);

@@ -15,15 +15,15 @@ struct BwdTraits {
   using MmaTag = typename ElementTraits<Element>::MmaTag;
 
   static constexpr int kHeadDim = kHeadDim_;
-  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256,
-                "the sm90 backward is built for head_dim 64, 128, 256");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 192 || kHeadDim == 256,
+                "the sm90 backward is built for head_dim 64, 128, 192, 256");
   static constexpr int kAtoms = kHeadDim / 64;  // 64-column (128-byte) swizzle atoms per row
   static constexpr int kBlockM = bwd_block_m(kHeadDim);  // query rows per step
   static constexpr int kBlockN = bwd_block_n(kHeadDim);  // keys per CTA
-  // Head dim 256 (bwd_kernel_split.cuh): 64 keys per CTA, S^T and dP^T split
-  // by query halves between the consumer warpgroups, P^T and dS^T through
-  // shared memory, dV, dK and dQ split by head-dim halves, dQ staged in the
-  // step's Q/dO stage. Head dims 64 and 128 (bwd_kernel.cuh): each
+  // Head dims 192 and 256 (bwd_kernel_split.cuh): 64 keys per CTA, S^T and
+  // dP^T split by query halves between the consumer warpgroups, P^T and dS^T
+  // through shared memory, dV, dK and dQ split by columns (128 + 64 or
+  // 128 + 128: bwd_split_cols), dQ staged in the step's Q/dO stage. Head dims 64 and 128 (bwd_kernel.cuh): each
   // warpgroup owns 64 of the 128 keys, P^T and dS^T stay in registers, dQ
   // is staged in a tile of its own.
   static constexpr bool kSplitHeadDim = bwd_split_head_dim(kHeadDim);
@@ -86,7 +86,7 @@ struct BwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "exceeds the sm90 per-block shared memory");
   static_assert(kDQOff % 1024 == 0 && kDSOff % 1024 == 0 && kQBytes % 1024 == 0, "");
 
-  // One arrival per consumer thread frees a stage (at head dim 256 also the
+  // One arrival per consumer thread frees a stage (at head dims 192, 256 also the
   // arrival of the dQ writer that added the dQ staged there, once its
   // reduce-adds have read it; deterministic mode has two writers, one per
   // stage); a
@@ -96,7 +96,7 @@ struct BwdTraits {
   static constexpr uint32_t kEmptyArrivals = 128 * kConsumerWGs + (kSplitHeadDim ? 1 : 0);
   static constexpr uint32_t kFullArrivals = 1 + 32;
   // Named barriers (0 is __syncthreads). kBarDS: over the 256 consumer
-  // threads, both halves of dS^T (and at head dim 256 of P^T) are in smem. kBarDQFull + t / kBarDQEmpty +
+  // threads, both halves of dS^T (and at head dims 192, 256 of P^T) are in smem. kBarDQFull + t / kBarDQEmpty +
   // t: the consumers and the dQ-writer warp hand staging tile t back and
   // forth (consumers arrive on full and sync on empty, the writer the reverse;
   // with two writers, writer w alone uses tile or stage w's barriers).

@@ -117,6 +117,18 @@ __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t count
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+// The same two without .aligned (bar.sync is barrier.sync.aligned, whose
+// threads must all execute the same instruction): for warps that reach the
+// barrier from different code, as the head-dim-192 backward's two consumer
+// warpgroups do (one instantiation each; compute-sanitizer's synccheck
+// reports the aligned form there as divergent threads).
+__device__ __forceinline__ void named_barrier_sync_unaligned(uint32_t id, uint32_t count) {
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive_unaligned(uint32_t id, uint32_t count) {
+  asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 template <uint32_t N>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));

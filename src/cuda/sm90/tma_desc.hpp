@@ -26,9 +26,8 @@ struct TmaOperand {
 // (bench/gpu/sm80_selfcheck).
 inline int64_t tma_elem_bytes(DType dtype) { return dtype == DType::F8E4M3 ? 1 : 2; }
 
-// The head-dim tile a 16-bit head_dim (a multiple of 8 up to 256) runs on:
-// the forward's next of 64, 128, 192 and 256, the backward's next of 64, 128
-// and 256. The maps span the caller's head_dim, so the boxes' columns past it
+// The head-dim tile a 16-bit head_dim (a multiple of 8 up to 256) runs on,
+// forward and backward: the next of 64, 128, 192 and 256. The maps span the caller's head_dim, so the boxes' columns past it
 // load as zeros (they add nothing to Q K^T, dS K or dS^T Q, and P V and P^T dO
 // leave zeros there) and TMA stores clip them; the kernels' direct stores and
 // the backward's pre- and postprocess bound their columns by the caller's
@@ -36,9 +35,7 @@ inline int64_t tma_elem_bytes(DType dtype) { return dtype == DType::F8E4M3 ? 1 :
 constexpr int fwd_tile_head_dim(int64_t head_dim) {
   return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
 }
-constexpr int bwd_tile_head_dim(int64_t head_dim) {
-  return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
-}
+constexpr int bwd_tile_head_dim(int64_t head_dim) { return fwd_tile_head_dim(head_dim); }
 
 // TMA moves 16-byte units: the base address and every stride that is ever
 // applied (a dimension of size > 1) must be multiples of 16 bytes.

@@ -6,7 +6,7 @@ python3 src/cuda/sm90/inst/gen_inst.py   (the files are committed; rerun to add 
 import os
 
 DTYPES = {"bf16": "__nv_bfloat16", "fp16": "__half"}
-BWD_HEAD_DIMS = [64, 128, 256]  # bwd_traits.cuh: the backward is built for these
+BWD_HEAD_DIMS = [64, 128, 192, 256]  # bwd_traits.cuh: the backward is built for these
 
 # (head dim, query rows per tile) of the forward; "" = block_m_for's default.
 FWD_TILES = [(64, ""), (64, "128"), (128, ""), (128, "128"), (192, ""), (256, "")]
