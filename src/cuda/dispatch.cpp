@@ -373,13 +373,20 @@ Status run_sm90_forward(const FwdParams& p) {
 }
 #endif
 
-// v with a head dim of its own: the Hopper forward takes it as it is (its
-// TMA maps bound each operand by its own head dim); every other path runs
-// on zero-padded copies (head_dim_pad.hpp).
+// v with a head dim of its own: the Hopper forward and backward take it as
+// it is (their TMA maps bound each operand by its own head dim); every other
+// path runs on zero-padded copies (head_dim_pad.hpp).
 bool pads_head_dims(const FwdParams& p) {
   if (!head_dim_pad::needed(p)) return false;
 #ifdef FLASHATTN_WITH_SM90
   if (use_sm90(p)) return false;
+#endif
+  return true;
+}
+bool pads_head_dims(const BwdParams& p) {
+  if (!head_dim_pad::needed(p)) return false;
+#ifdef FLASHATTN_WITH_SM90_BWD
+  if (use_sm90_bwd(p)) return false;
 #endif
   return true;
 }
@@ -536,7 +543,7 @@ Status backward_varlen(const BwdParams& p) {
 
 Status backward(const BwdParams& p) noexcept {
   try {
-    if (head_dim_pad::needed(p)) return with_padded_head_dims(p, [](const BwdParams& w) { return backward(w); });
+    if (pads_head_dims(p)) return with_padded_head_dims(p, [](const BwdParams& w) { return backward(w); });
     return p.varlen() ? backward_varlen(p) : backward_padded(p);
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "CUDA backend: unexpected exception in backward");
@@ -563,7 +570,7 @@ size_t forward_workspace_bytes(const FwdParams& p) noexcept {
 }
 
 size_t backward_workspace_bytes(const BwdParams& p) noexcept {
-  if (head_dim_pad::needed(p)) {
+  if (pads_head_dims(p)) {
     size_t pad = 0;
     const BwdParams w = head_dim_pad::padded_shape(p, &pad);
     return pad + backward_workspace_bytes(w);

@@ -38,16 +38,18 @@ __device__ __forceinline__ void stage_dkdv(const BwdSmem<T>& sm, const float (&d
 
 // One thread, after the warpgroup's stage_dkdv (and a barrier over it):
 // boxes of 64 keys from buffer row row0 (key key0 of the sequence) by 64
-// columns, atom columns atom0 .. atom0 + atoms - 1. The maps drop rows past
-// seqlen_k; the wait keeps shared memory alive until the copies have read it.
+// columns, atom columns atom0 .. atom0 + atoms - 1, those that start inside
+// dK's (head_dim) or dV's (head_dim_v) columns. The maps drop rows past
+// seqlen_k and columns past their head dim; the wait keeps shared memory
+// alive until the copies have read it.
 template <class T>
 __device__ __forceinline__ void store_dkdv(const BwdKernelArgs& a, const BwdSmem<T>& sm, int row0, int key0,
                                            int hk, int map_b, int atom0, int atoms) {
 #pragma unroll
   for (int at = atom0; at < atom0 + atoms; ++at) {
     const uint32_t box = at * T::kBlockN * 128 + row0 * 128;
-    tma_store_4d(&a.tm_dk, sm.k() + box, at * 64, key0, hk, map_b);
-    tma_store_4d(&a.tm_dv, sm.v() + box, at * 64, key0, hk, map_b);
+    if (at * 64 < a.head_dim) tma_store_4d(&a.tm_dk, sm.k() + box, at * 64, key0, hk, map_b);
+    if (at * 64 < a.head_dim_v) tma_store_4d(&a.tm_dv, sm.v() + box, at * 64, key0, hk, map_b);
   }
   tma_store_commit();
   tma_store_wait_read();

@@ -535,11 +535,14 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
       Elem* rk = gdk + static_cast<int64_t>(seq.k_row + key) * a.dk_stride_seq + 2 * t4;
       Elem* rv = gdv + static_cast<int64_t>(seq.k_row + key) * a.dv_stride_seq + 2 * t4;
 #pragma unroll
-      for (int j = 0; j < kHeadDim / 8; ++j) {
-        if (8 * j >= a.head_dim) break;  // past the caller's head_dim
-        *reinterpret_cast<uint32_t*>(rk + 8 * j) =
-            E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale);
-        *reinterpret_cast<uint32_t*>(rv + 8 * j) = E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]);
+      for (int j = 0; j < kHeadDim / 8; ++j) {  // up to the caller's head dims
+        if (8 * j < a.head_dim) {
+          *reinterpret_cast<uint32_t*>(rk + 8 * j) =
+              E::pack(dk[4 * j + 2 * hh] * a.scale, dk[4 * j + 2 * hh + 1] * a.scale);
+        }
+        if (8 * j < a.head_dim_v) {
+          *reinterpret_cast<uint32_t*>(rv + 8 * j) = E::pack(dv[4 * j + 2 * hh], dv[4 * j + 2 * hh + 1]);
+        }
       }
     }
   }

@@ -129,7 +129,11 @@ struct BwdKernelArgs {
   const int* cu_seqlens_k;
   int64_t ws_head_rows;
   int batch, seqlen_q, seqlen_q_pad, seqlen_k, heads_q, heads_kv, group;
-  int head_dim;  // the caller's: at most the tile's (bwd_tile_head_dim, tma_desc.hpp)
+  // The caller's head dims: q / k / dq / dk's and v / dout / dv's (v's own
+  // head dim, or head_dim); both at most the tile's (bwd_tile_head_dim of the
+  // wider, tma_desc.hpp). The TMA maps bound each operand by its own, so the
+  // narrower side's columns load as zeros; the register stores stop there.
+  int head_dim, head_dim_v;
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   float scale;       // softmax scale (dK's and dQ's final factor)
   // scale * log2(e): P = exp2(S * scale_log2 - LSE * log2(e)); log2(e) for
@@ -161,8 +165,9 @@ struct BwdPrepArgs {
   const int* cu_seqlens_q;
   int64_t ws_head_rows, total_q, lse_sh;
   // head_dim: the tile's (workspace rows, bwd_dq_stride); cols: the
-  // caller's head_dim (<= head_dim), the columns of O, dO and dQ.
-  int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim, cols;
+  // caller's head_dim (<= head_dim), the columns of dQ; cols_o: v's head dim
+  // (<= head_dim), the columns of O and dO.
+  int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim, cols, cols_o;
   float scale;
 };
 

@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
   }
   float sum = 0.f;
   const bool real = i < len;
-  if (real && 8 * g < a.cols) {  // the tile's columns past the caller's (and spare lanes) add nothing
+  if (real && 8 * g < a.cols_o) {  // the tile's columns past O's (and spare lanes) add nothing
     const T* o = static_cast<const T*>(a.o) + o_row + 8 * g;
     const T* d = static_cast<const T*>(a.dout) + do_row + 8 * g;
     const uint4 ov = *reinterpret_cast<const uint4*>(o);

@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -76,6 +77,11 @@ Status check_device(int device) {
   return Status::Ok();
 }
 
+// The tile a call runs on: the wider of q's and v's head dims, the next of
+// 64, 128, 192, 256 (tma_desc.hpp); the narrower operands load as zeros past
+// their own head dim.
+int tile_of(const BwdParams& p) { return bwd_tile_head_dim(std::max(p.head_dim, p.dim_v())); }
+
 // Byte layout of the workspace over its query rows (bwd_seq.cuh: [B, Hq,
 // Sqp], varlen [Hq, bwd_varlen_head_rows]): lse2, dsum, the dQ accumulator
 // (bwd_dq_stride(head_dim) floats per row), then the deterministic mode's
@@ -87,7 +93,7 @@ struct Layout {
 };
 Layout layout(const BwdParams& p) {
   Layout l;
-  const int bm = bwd_block_m(bwd_tile_head_dim(p.head_dim));
+  const int bm = bwd_block_m(tile_of(p));
   l.sq_pad = (p.seqlen_q + bm - 1) / bm * bm;
   l.head_rows = p.varlen() ? bwd_varlen_head_rows(p.total_q, p.batch, bm) : l.sq_pad;
   l.rows = (p.varlen() ? 1 : p.batch) * p.heads_q * l.head_rows;
@@ -96,7 +102,7 @@ Layout layout(const BwdParams& p) {
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
-  const size_t dq_stride = bwd_dq_stride(bwd_tile_head_dim(p.head_dim));
+  const size_t dq_stride = bwd_dq_stride(tile_of(p));
   l.order = l.dq + (rows * dq_stride * sizeof(float) + 255) / 256 * 256;
   l.total = l.order + (rows / bm) * sizeof(int);
   return l;
@@ -105,10 +111,16 @@ Layout layout(const BwdParams& p) {
 // Every check that needs no workspace; fills the tensor maps and scalars.
 Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return unsupported("dtype must be fp16 or bf16");
-  // A head_dim between the tiles runs on the one above it (bwd_tile_head_dim, tma_desc.hpp).
-  if (p.head_dim <= 0 || p.head_dim > 256 || p.head_dim % 8 != 0 || !head_dim_built(bwd_tile_head_dim(p.head_dim))) {
-    return unsupported("head_dim " + std::to_string(p.head_dim) + " (tiles built: " + kBuiltHeadDims +
-                       "; a multiple of 8 runs on the tile at or above it)");
+  // A head_dim between the tiles runs on the one above it (bwd_tile_head_dim,
+  // tma_desc.hpp); v with a head dim of its own on the wider one's.
+  for (int64_t d : {p.head_dim, p.dim_v()}) {
+    if (d <= 0 || d > 256 || d % 8 != 0) {
+      return unsupported("head_dim " + std::to_string(d) + " (multiples of 8 up to 256)");
+    }
+  }
+  if (!head_dim_built(tile_of(p))) {
+    return unsupported("head_dim " + std::to_string(std::max(p.head_dim, p.dim_v())) + " (tiles built: " +
+                       kBuiltHeadDims + "; a multiple of 8 runs on the tile at or above it)");
   }
   if (!(p.softcap >= 0.0f) || !std::isfinite(p.softcap)) return unsupported("softcap must be finite and >= 0");
   if (p.dropout_p > 0.0f) return unsupported("dropout runs on the sm80 kernels");
@@ -142,16 +154,17 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   for (const TmaOperand* t : {&q, &dout, &k, &v}) {
     if (std::string m = tma_alignment_problem(*t, map_batch, 2); !m.empty()) return unsupported(m);
   }
-  const int block_m = bwd_block_m(bwd_tile_head_dim(p.head_dim));
-  const int block_n = bwd_block_n(bwd_tile_head_dim(p.head_dim));
-  if (std::string why = encode_tma_maps({{&args->tm_q, q, block_m},
-                                         {&args->tm_do, dout, block_m},
-                                         {&args->tm_k, k, block_n},
-                                         {&args->tm_v, v, block_n}},
-                                        map_batch, p.head_dim, p.dtype);
-      !why.empty()) {
-    return unsupported(why);
+  // Each map bounded by its operand's own head dim (q, k: head_dim; dO, v:
+  // v's), so the narrower side's tile columns load as zeros.
+  const int block_m = bwd_block_m(tile_of(p));
+  const int block_n = bwd_block_n(tile_of(p));
+  std::string why = encode_tma_maps({{&args->tm_q, q, block_m}, {&args->tm_k, k, block_n}}, map_batch,
+                                    p.head_dim, p.dtype);
+  if (why.empty()) {
+    why = encode_tma_maps({{&args->tm_do, dout, block_m}, {&args->tm_v, v, block_n}}, map_batch, p.dim_v(),
+                          p.dtype);
   }
+  if (!why.empty()) return unsupported(why);
 
   // dK/dV go out by TMA stores (bwd_kernel.cuh, bwd_kernel_split.cuh).
   const TmaOperand dk{"dk", p.dk, rows_k, p.heads_kv, p.dk_str};
@@ -159,11 +172,9 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   for (const TmaOperand* t : {&dk, &dv}) {
     if (std::string m = tma_alignment_problem(*t, map_batch, 2); !m.empty()) return unsupported(m);
   }
-  if (std::string why = encode_tma_maps({{&args->tm_dk, dk, 64}, {&args->tm_dv, dv, 64}}, map_batch,
-                                        p.head_dim, p.dtype);
-      !why.empty()) {
-    return unsupported(why);
-  }
+  why = encode_tma_maps({{&args->tm_dk, dk, 64}}, map_batch, p.head_dim, p.dtype);
+  if (why.empty()) why = encode_tma_maps({{&args->tm_dv, dv, 64}}, map_batch, p.dim_v(), p.dtype);
+  if (!why.empty()) return unsupported(why);
 
   const Layout l = layout(p);
   if (l.rows > INT32_MAX) return unsupported("more than 2^31 query rows");
@@ -185,6 +196,7 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   args->heads_kv = static_cast<int>(p.heads_kv);
   args->group = static_cast<int>(p.heads_q / p.heads_kv);
   args->head_dim = static_cast<int>(p.head_dim);
+  args->head_dim_v = static_cast<int>(p.dim_v());
   args->window_left = clamp_window(p.window_left);
   args->window_right = clamp_window(p.window_right);
   args->cu_seqlens_q = varlen ? p.cu_seqlens_q : nullptr;
@@ -219,7 +231,7 @@ int det_interleave_log2(const BwdParams& p, bool right_bound) {
     return e != nullptr && e[0] >= '0' && e[0] <= '4' && e[1] == '\0' ? e[0] - '0' : -1;
   }();
   if (forced >= 0) return forced;
-  const int64_t per_head = p.seqlen_q * p.head_dim * 4, l2_share = int64_t{8} << 20;
+  const int64_t per_head = p.seqlen_q * (p.head_dim + p.dim_v()) * 2, l2_share = int64_t{8} << 20;
   if (!right_bound && 8 * per_head <= l2_share) return 3;
   return 4 * per_head <= l2_share ? 2 : 1;
 }
@@ -256,7 +268,7 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     args.dq_accum = reinterpret_cast<float*>(ws + l.dq);
     args.dq_order = reinterpret_cast<int*>(ws + l.order);
     args.deterministic = p.deterministic ? 1 : 0;
-    const int block_n = bwd_block_n(bwd_tile_head_dim(p.head_dim));
+    const int block_n = bwd_block_n(tile_of(p));
     const int kv_tiles = static_cast<int>((p.seqlen_k + block_n - 1) / block_n);
     const bool reversed = p.deterministic && args.window_right >= 0;
     args.kv_tile_base = reversed ? kv_tiles - 1 : 0;
@@ -299,8 +311,9 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     prep.ws_head_rows = l.head_rows;
     prep.total_q = p.total_q;
     prep.lse_sh = p.lse_head_stride;
-    prep.head_dim = bwd_tile_head_dim(p.head_dim);
+    prep.head_dim = tile_of(p);
     prep.cols = static_cast<int>(p.head_dim);
+    prep.cols_o = static_cast<int>(p.dim_v());
     prep.scale = p.scale;
 
     cudaStream_t stream = static_cast<cudaStream_t>(p.stream);

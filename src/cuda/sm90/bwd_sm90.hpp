@@ -10,8 +10,9 @@ namespace flashattn::detail::cuda::sm90 {
 
 // Ok when this backward can run `p` on p.device_index. Unsupported (dispatch
 // then runs the sm80 backward) for: device not sm_90, dtype other than
-// fp16/bf16, head_dim not a multiple of 8 up to 256 or its tile (64, 128,
-// 192, 256: the one at or above it, tma_desc.hpp bwd_tile_head_dim) not built, KV-cache
+// fp16/bf16, q's or v's head_dim not a multiple of 8 up to 256 or the tile
+// of the wider one (64, 128, 192, 256: the one at or above it, tma_desc.hpp
+// bwd_tile_head_dim) not built, KV-cache
 // lengths or block tables, dropout, an empty problem, lengths over 2^28,
 // more than 2^31 rows, a pointer or stride that breaks TMA's 16-byte rule.
 // Padded and varlen batches, softcap, ALiBi and the deterministic mode run
