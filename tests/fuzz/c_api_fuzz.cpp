@@ -185,6 +185,7 @@ struct Problem {
   int op = 0;  // 0 forward, 1 backward, 2 forward workspace, 3 backward workspace
   int32_t dtype = FA_F16;
   int64_t B = 1, Sq = 1, Sk = 1, Hq = 1, Hkv = 1, D = 8;
+  int64_t Dv = 8;  // v / out / dout / dv's head dim (a quarter of the non-fp8 calls: != D)
   fa_options opt{};
   bool with_lse = true;
   // fp8 forward (fa_forward_fp8): q, k, v e4m3, out bf16, per-tensor
@@ -234,6 +235,7 @@ flashattn::reference::Problem ref_problem(const Problem& pb) {
   r.heads_q = pb.Hq;
   r.heads_kv = pb.Hkv;
   r.head_dim = pb.D;
+  r.head_dim_v = pb.Dv;
   r.scale = pb.opt.softmax_scale;
   r.softcap = pb.opt.softcap;
   r.causal = pb.opt.causal != 0;
@@ -366,6 +368,12 @@ bool mutate(Bytes& in, Call& c, int m, bool* null_args, bool* null_bytes) {
       c.k.t.shape[0] += 1;
       return true;
     case kHeadDim:
+      // With v's own head dim: out (the forward's output, the backward's
+      // input) on q's instead, a multiple of 8 that does not match v.
+      if (c.pb.Dv != c.pb.D && in.chance(128)) {
+        c.out.t.shape[3] = c.pb.D;
+        return true;
+      }
       for (T* t : c.all())
         if (t != &c.lse) t->t.shape[3] = in.chance(128) ? c.pb.D + 1 + in.below(7) : 264;
       return true;
@@ -551,14 +559,24 @@ void run_one(Bytes& in) {
     for (float& d : pb.descale) d = pick() % 4 == 0 ? 0.0f : std::array<float, 4>{0.5f, 2.0f, 0.125f, 1.75f}[pick() % 4];
     if (pb.scales && pick() % 8 == 0) broken_descale = int(pick() % 3);
   }
+  // v's own head dim (not fp8, which refuses it): from a generator of its
+  // own for the same reason; the reference's cost bound then takes the wider.
+  std::mt19937 pick_dv(seed ^ 0x9e3779b9u);
+  pb.Dv = pb.D;
+  if (!pb.fp8 && pick_dv() % 4 == 0) pb.Dv = 8 * (1 + int64_t(pick_dv() % 32));
+  while (!big && pb.B * pb.Hq * pb.Sq * pb.Sk * std::max(pb.D, pb.Dv) > (int64_t(1) << 18)) {
+    pb.Sq = (pb.Sq + 1) / 2;
+    pb.Sk = (pb.Sk + 1) / 2;
+  }
 
   const int64_t qshape[4] = {pb.B, pb.Sq, pb.Hq, pb.D}, kshape[4] = {pb.B, pb.Sk, pb.Hkv, pb.D};
+  const int64_t oshape[4] = {pb.B, pb.Sq, pb.Hq, pb.Dv}, vshape[4] = {pb.B, pb.Sk, pb.Hkv, pb.Dv};
   T* tensors[] = {&c.q, &c.k, &c.v, &c.out, &c.dout, &c.dq, &c.dk, &c.dv};
   for (T* t : tensors) t->t.dtype = pb.dtype;
   if (pb.fp8) {
     for (T* t : {&c.q, &c.k, &c.v}) t->t.dtype = FA_F8E4M3;
   }
-  const bool packed = !big && pb.Sq == pb.Sk && in.chance(64);
+  const bool packed = !big && pb.Sq == pb.Sk && pb.Dv == pb.D && in.chance(64);
   if (packed) {  // q, k, v as views into one [B, S, Hq + 2 Hkv, D] buffer
     const int64_t H3 = pb.Hq + 2 * pb.Hkv;
     T whole;
@@ -577,18 +595,18 @@ void run_one(Bytes& in) {
   } else {
     layout(in, c.q, qshape);
     layout(in, c.k, kshape);
-    layout(in, c.v, kshape);
+    layout(in, c.v, vshape);
     // Inputs may broadcast: a zero stride is valid for an input.
     for (T* t : {&c.q, &c.k, &c.v})
       if (in.chance(24)) t->t.stride[in.below(3)] = 0;
   }
-  layout(in, c.out, qshape);
+  layout(in, c.out, oshape);
   if (bwd) {
-    layout(in, c.dout, qshape);
+    layout(in, c.dout, oshape);
     if (in.chance(24)) c.dout.t.stride[in.below(3)] = 0;
     layout(in, c.dq, qshape);
     layout(in, c.dk, kshape);
-    layout(in, c.dv, kshape);
+    layout(in, c.dv, vshape);
   }
   c.lse.t.dtype = FA_F32;
   c.lse.t.ndim = 3;
@@ -684,11 +702,12 @@ void run_one(Bytes& in) {
                    : std::string()) + " B " +
            std::to_string(pb.B) + " Sq " + std::to_string(pb.Sq) + " Sk " + std::to_string(pb.Sk) +
            " Hq " + std::to_string(pb.Hq) + " Hkv " + std::to_string(pb.Hkv) + " D " +
-           std::to_string(pb.D) + " scale " + g_fmt(pb.opt.softmax_scale) + " softcap " +
+           std::to_string(pb.D) + " Dv " + std::to_string(pb.Dv) + " scale " + g_fmt(pb.opt.softmax_scale) + " softcap " +
            g_fmt(pb.opt.softcap) + " window " + std::to_string(pb.opt.window_left) + "," +
            std::to_string(pb.opt.window_right) + " causal " + std::to_string(pb.opt.causal) +
            " amp " + std::to_string(amp) + " packed " + std::to_string(packed) + " mutations" + applied;
 
+  if (std::getenv("FA_FUZZ_DEBUG")) std::fprintf(stderr, "call: %s\n", g_case.c_str());
   Snapshot snap;
   for (T* t : c.all()) snap.add(*t);
 
@@ -787,6 +806,9 @@ void run_one(Bytes& in) {
   // does it hold for a scale [/ cap] so small that the kernels' scaled Q
   // (they fold the scale into Q) falls into fp32's subnormals.
   const double qscale = scale / (pb.opt.softcap > 0 ? double(pb.opt.softcap) : 1.0);
+  // The rule's head dim: the longer of the two dot products (as the tests'
+  // Case::rule_dim).
+  const int64_t rule_dim = std::max(pb.D, pb.Dv);
   const bool compare = logit <= 64 && qscale >= 1e-20;
   if (std::getenv("FA_FUZZ_DEBUG")) {
     auto mx = [](const std::vector<double>& x) { double m = 0; for (double e : x) m = std::max(m, std::fabs(e)); return m; };
@@ -794,15 +816,15 @@ void run_one(Bytes& in) {
                  int(pb.fp8));
   }
   if (!bwd) {
-    std::vector<double> ref(q.size()), lse(size_t(pb.B * pb.Hq * pb.Sq)), nout, nlse;
+    std::vector<double> ref(size_t(pb.B * pb.Sq * pb.Hq * pb.Dv)), lse(size_t(pb.B * pb.Hq * pb.Sq)), nout, nlse;
     flashattn::reference::forward(rp, q.data(), k.data(), v.data(), ref.data(), lse.data());
     const std::vector<double> out = read_dense(c.out);
     expect_finite("out", out, ref);
     if (pb.with_lse) expect_finite("lse", read_dense(c.lse), lse);
     if (!compare) return;
     flashattn::reference::naive_forward(rp, dt, q, k, v, &nout, &nlse);
-    const auto m = flashattn::reference::magnitudes(q, k, v, {}, pb.D, scale);
-    expect_rule("out", pb.fp8 ? FA_BF16 : pb.dtype, out, ref, nout, pb.Sk, pb.D, m.out);
+    const auto m = flashattn::reference::magnitudes(q, k, v, {}, pb.D, scale, pb.Dv);
+    expect_rule("out", pb.fp8 ? FA_BF16 : pb.dtype, out, ref, nout, pb.Sk, rule_dim, m.out);
     if (pb.with_lse) {
       const double score_err =
           pb.fp8 ? flashattn::reference::fp8_score_error(q, k, pb.B, pb.Sq, pb.Sk, pb.Hq, pb.Hkv, pb.D, scale)
@@ -826,12 +848,12 @@ void run_one(Bytes& in) {
   expect_finite("dv", gv, dv);
   if (!compare) return;
   flashattn::reference::naive_backward(rp, dt, q, k, v, dO, &ndq, &ndk, &ndv, &given_out);
-  const auto m = flashattn::reference::magnitudes(q, k, v, dO, pb.D, scale);
+  const auto m = flashattn::reference::magnitudes(q, k, v, dO, pb.D, scale, pb.Dv);
   const int64_t group = pb.Hq / pb.Hkv;
   const int64_t col = std::max(pb.Sk, pb.Sq * group);
-  expect_rule("dq", pb.dtype, gq, dq, ndq, pb.Sk, pb.D, m.dq);
-  expect_rule("dk", pb.dtype, gk, dk, ndk, col, pb.D, m.dk);
-  expect_rule("dv", pb.dtype, gv, dv, ndv, col, pb.D, m.dv);
+  expect_rule("dq", pb.dtype, gq, dq, ndq, pb.Sk, rule_dim, m.dq);
+  expect_rule("dk", pb.dtype, gk, dk, ndk, col, rule_dim, m.dk);
+  expect_rule("dv", pb.dtype, gv, dv, ndv, col, rule_dim, m.dv);
 }
 
 }  // namespace
