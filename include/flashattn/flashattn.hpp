@@ -10,9 +10,9 @@
 // Dv of its own (e.g. DeepSeek's 192 / 128; a multiple of 8 up to 256, not
 // with fp8, the KV cache or the ring): out / dout / dv are then [.., Dv] and
 // the default scale stays 1/sqrt(q's head_dim). Except for the Hopper
-// forward, the backends run one head dim: such a call then pads the narrower
-// side with zeros into workspace copies (O(N * d) memory, counted by
-// *_workspace_bytes). Causal masking is
+// (sm90a) forward and backward, the backends run one head dim: such a call
+// then pads the narrower side with zeros into workspace copies (O(N * d)
+// memory, counted by *_workspace_bytes). Causal masking is
 // bottom-right aligned (query i sees key j iff j <= i + Sk - Sq). A row that
 // sees no key gives O = 0 and LSE = -inf.
 //
