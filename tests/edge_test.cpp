@@ -429,6 +429,18 @@ TEST_P(EdgeShapes, DeterministicBackwardEightKvHeads) {
   check_multi_tile_backward(dev, dt, 256, true, 8, 8);
 }
 
+// Six and ten kv heads: the deterministic grid interleaves four and eight
+// (powers of two up to heads_kv, bwd_sm90.cu), so its last group of heads is
+// partly empty and those CTAs leave at once. The sm90 grid's property, as
+// above.
+TEST_P(EdgeShapes, DeterministicBackwardUnevenKvHeads) {
+  const auto [dev, dt] = GetParam();
+  if (dev == Device::CPU) GTEST_SKIP() << "tests the CUDA grid's head interleave";
+  check_multi_tile_backward(dev, dt, 64, true, 12, 6);
+  if (testing::Test::HasFatalFailure() || testing::Test::IsSkipped()) return;
+  check_multi_tile_backward(dev, dt, 192, true, 10, 10);
+}
+
 TEST_P(EdgeShapes, BackwardHeadDim256MultiTile) {
   const auto [dev, dt] = GetParam();
   check_multi_tile_backward(dev, dt, 256, false);

@@ -556,8 +556,15 @@ __global__ void __launch_bounds__(T::kThreads, 1) bwd_kernel(const __grid_consta
   const BwdSmem<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};
   const int wg = static_cast<int>(threadIdx.x) / 128;
 
-  // The CTA's key tile; varlen: a CTA whose tile starts past its sequence's
-  // keys has nothing to do (every thread leaves before any barrier).
+  // A CTA past the last kv head (deterministic interleave groups that
+  // heads_kv does not fill; BwdKernelArgs) has nothing to do, nor, varlen,
+  // one whose key tile starts past its sequence's keys: every thread leaves
+  // before any barrier.
+  if ((static_cast<int>(blockIdx.y) << a.heads_interleave_log2) +
+          (static_cast<int>(blockIdx.x) & ((1 << a.heads_interleave_log2) - 1)) >=
+      a.heads_kv) {
+    return;
+  }
   if constexpr (kVarlen) {
     const int kv_tile = a.kv_tile_base + a.kv_tile_step * (static_cast<int>(blockIdx.x) >> a.heads_interleave_log2);
     const int b = static_cast<int>(blockIdx.z);

@@ -102,7 +102,8 @@ struct BwdKernelArgs {
   int* dq_order;
   int deterministic;
   // The CTA (x, y, z) handles kv head y * I + x % I of batch z (I = 2 ^
-  // heads_interleave_log2), key tile kv_tile_base + kv_tile_step * (x / I):
+  // heads_interleave_log2; none when that is heads_kv or more: the grid's y
+  // is ceil(heads_kv / I)), key tile kv_tile_base + kv_tile_step * (x / I):
   // base 0, step 1, I = 1 normally; in
   // deterministic mode the grid runs backwards over the key tiles with a
   // right mask bound (tiles - 1, -1) and interleaves up to 8 kv heads

@@ -47,7 +47,8 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
   if (e != cudaSuccess) return fail("cudaFuncSetAttribute", e);
   const int interleave = 1 << args.heads_interleave_log2;
   const dim3 grid(static_cast<unsigned>((args.seqlen_k + T::kBlockN - 1) / T::kBlockN * interleave),
-                  static_cast<unsigned>(args.heads_kv / interleave), static_cast<unsigned>(args.batch));
+                  static_cast<unsigned>((args.heads_kv + interleave - 1) / interleave),
+                  static_cast<unsigned>(args.batch));
   kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("kernel launch", e);
 

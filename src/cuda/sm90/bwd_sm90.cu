@@ -276,12 +276,13 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     static const int det_two_writers = env_switch("FLASHATTN_SM90_DET_TWO_WRITERS", 1);
     args.det_two_writers = p.deterministic ? det_two_writers : 0;
     // Deterministic mode: up to 2^det_interleave_log2 kv heads side by side
-    // in the grid (BwdKernelArgs), the largest power of two dividing heads_kv.
+    // in the grid (BwdKernelArgs), at most heads_kv of them (a power of two;
+    // when it does not divide heads_kv, the last group's CTAs past the last
+    // head leave at once).
     args.heads_interleave_log2 = 0;
     if (p.deterministic) {
       const int most = det_interleave_log2(p, args.window_right >= 0);
-      while (args.heads_interleave_log2 < most &&
-             p.heads_kv % (int64_t{2} << args.heads_interleave_log2) == 0) {
+      while (args.heads_interleave_log2 < most && (int64_t{2} << args.heads_interleave_log2) <= p.heads_kv) {
         ++args.heads_interleave_log2;
       }
     }
