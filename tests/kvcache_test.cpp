@@ -3,8 +3,9 @@
 // (page sizes 16 / 48 / 256, pages shuffled), append then attend, GQA, causal
 // with Sq > 1, zero-length caches, head dims 64 to 256, and split-KV piece
 // counts from 1 to the most allowed (each merged result must pass the rule on
-// its own); flash-attn's rotary embedding, cache_leftpad and cache_batch_idx.
-// Also the C ABI.
+// its own); flash-attn's rotary embedding, cache_leftpad and cache_batch_idx;
+// NaN in the cache rows a sequence does not see; query chunks long enough for
+// the Hopper forward, with softcap and a window too. Also the C ABI.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -46,6 +47,18 @@ KvCase leftpad(KvCase c, std::vector<int64_t> lp) {
 }
 KvCase by_idx(KvCase c, int64_t extra_entries) {
   c.extra_entries = extra_entries;
+  return c;
+}
+KvCase nan_rest(KvCase c) {
+  c.nan_outside = true;
+  return c;
+}
+KvCase softcap(KvCase c, float cap) {
+  c.softcap = cap;
+  return c;
+}
+KvCase window(KvCase c, int64_t left) {
+  c.window_left = left;
   return c;
 }
 
@@ -108,6 +121,35 @@ std::vector<KvCase> kv_cases() {
   v.push_back(by_idx(leftpad(rope(kv(DType::BF16, 2, 8, 2, 128, {300, 40, 5}, 2, 320, 0, true), 64, false),
                              {12, 40, 0}),
                      2));
+  // Cache rows outside a sequence's keys hold NaN (a cache from torch.empty).
+  v.push_back(nan_rest(kv(DType::F16, 1, 8, 2, 128, {17, 0, 300}, 1, 320, 0, false)));
+  v.push_back(nan_rest(leftpad(kv(DType::BF16, 4, 8, 2, 128, {100, 9}, 3, 300, 0, true), {37, 9})));
+  v.push_back(nan_rest(kv(DType::F16, 40, 8, 2, 128, {150, 3}, 17, 200, 0, true)));  // sm80: per-head tiles
+  // Enough query rows per sequence for the Hopper forward (chunked prefill;
+  // dispatch.cpp kvcache_fills_sm90_tiles): its tiles of 128 / 192 rows, the
+  // tile head dims 64 / 128 / 192 / 256 and one between (96), a second query
+  // tile (200 rows), GQA, Sq > or < the keys, empty caches, and the optional
+  // inputs. With pages such calls stay on the sm80 path.
+  v.push_back(kv(DType::F16, 100, 8, 2, 128, {150, 3, 0}, 17, 300, 0, true));
+  v.push_back(nan_rest(kv(DType::BF16, 64, 4, 4, 64, {500, 70}, 0, 640, 0, false)));
+  v.push_back(nan_rest(kv(DType::BF16, 200, 8, 1, 128, {1000, 1}, 5, 1100, 0, true)));
+  v.push_back(kv(DType::F16, 77, 4, 2, 256, {300, 129}, 3, 320, 0, true));
+  v.push_back(nan_rest(kv(DType::BF16, 65, 4, 1, 192, {250}, 0, 256, 0, false)));
+  v.push_back(kv(DType::F16, 96, 2, 2, 96, {90, 33}, 1, 128, 0, true));
+  v.push_back(nan_rest(leftpad(kv(DType::BF16, 128, 8, 2, 128, {300, 17, 64}, 1, 320, 0, false), {100, 17, 3})));
+  v.push_back(rope(kv(DType::BF16, 80, 8, 2, 128, {100, 0}, 3, 300, 0, true), 128, false));
+  v.push_back(by_idx(leftpad(rope(kv(DType::F16, 70, 8, 2, 64, {300, 40, 5}, 2, 320, 0, true), 64, true),
+                             {12, 40, 0}),
+                     2));
+  v.push_back(softcap(kv(DType::F16, 96, 4, 1, 128, {400}, 2, 512, 0, true), 30.0f));
+  v.push_back(window(kv(DType::BF16, 150, 4, 2, 64, {700}, 0, 768, 0, true), 100));
+  // Split-KV asked for: the Hopper forward's pieces and the combine kernel;
+  // with causal rows and 7 pieces, the top query tile's short key range
+  // leaves some pieces empty.
+  v.push_back(kv(DType::F16, 64, 4, 1, 128, {2000}, 0, 2048, 0, false, 4));
+  v.push_back(nan_rest(kv(DType::BF16, 200, 4, 1, 128, {1000, 60}, 0, 1024, 0, true, 7)));
+  v.push_back(kv(DType::F16, 64, 2, 1, 128, {0, 5}, 0, 64, 0, true, 3));  // pieces with no key: O = 0
+  v.push_back(kv(DType::BF16, 100, 4, 1, 128, {150, 3}, 17, 208, 16, true));  // paged: sm80
   return v;
 }
 

@@ -326,6 +326,22 @@ Status with_padded_head_dims(const Params& p, Run run) {
 }
 
 #ifdef FLASHATTN_WITH_SM90
+// A KV-cache call (chunked prefill, speculative decoding) runs on the Hopper
+// forward when it has enough query rows per sequence: its tiles hold 128 or
+// 192 rows of one head, where the sm80 path packs a GQA group's rows into one
+// tile (decode tiles of 16 rows; fwd_plan.hpp) and splits the key range when
+// the blocks are few. The threshold is measured (bench/NOTES.md, "KV cache on
+// the Hopper forward"); FLASHATTN_SM90_KVCACHE_MIN_Q=n (read once per process)
+// sets it for A/B runs.
+constexpr int64_t kSm90KvCacheMinSeqlenQ = 64;
+bool kvcache_fills_sm90_tiles(const FwdParams& p) {
+  static const int64_t min_q = [] {
+    const char* e = std::getenv("FLASHATTN_SM90_KVCACHE_MIN_Q");
+    return e != nullptr && std::atoll(e) > 0 ? std::atoll(e) : kSm90KvCacheMinSeqlenQ;
+  }();
+  return p.seqlen_q >= min_q;
+}
+
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
 // included, and fp8; 16-bit head dims that are multiples of 8 up to 256 on the
 // 64/128/192/256 tiles, fp8 at 128 and 256) and everything else runs on the
@@ -337,11 +353,12 @@ bool use_sm90(const FwdParams& p) {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  // The Hopper forward takes varlen batches, softcap and ALiBi but no KV-cache
-  // lengths or block tables (sm90::can_implement says), and no dropout: that
-  // runs on the sm80 kernels (sm80/variants.cuh). fp32 it refuses (its
+  // The Hopper forward takes varlen batches, softcap, ALiBi and contiguous KV
+  // caches but no block tables (sm90::can_implement says), and no dropout:
+  // that runs on the sm80 kernels (sm80/variants.cuh). fp32 it refuses (its
   // can_implement takes fp16, bf16 and fp8): that goes to src/cuda/f32.
-  return !disabled && !(p.dropout_p > 0.0f) && sm90::can_implement(p).ok();
+  return !disabled && !(p.dropout_p > 0.0f) && (p.seqlens_k == nullptr || kvcache_fills_sm90_tiles(p)) &&
+         sm90::can_implement(p).ok();
 }
 #endif
 

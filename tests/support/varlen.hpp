@@ -62,6 +62,12 @@ struct KvCase {
   bool rotary_interleaved = false;
   std::vector<int64_t> leftpad;   // non-empty: cache_leftpad, per sequence (<= cache_lens)
   int64_t extra_entries = -1;     // >= 0: cache_batch_idx over a shuffled cache of B + this many entries
+  float softcap = 0.0f;
+  int64_t window_left = -1;       // sliding window (keys at most this far left of the diagonal)
+  // Cache rows a sequence never sees (past its keys, before its leftpad) hold
+  // NaN, as a cache from torch.empty may: a kernel that loads them must keep
+  // them out of the output (0 * NaN is NaN).
+  bool nan_outside = false;
   std::string name() const;
 };
 void PrintTo(const KvCase& c, std::ostream* os);

@@ -27,6 +27,17 @@ __device__ __forceinline__ KeyTileRange key_tile_range(const BlockMask& mask, in
   return {kb / kBlockN, (ke + kBlockN - 1) / kBlockN};
 }
 
+// Split-KV (KernelArgs::num_splits): piece `split` of a query tile's key
+// tiles, the range cut into num_splits nearly equal runs (empty for the
+// pieces past its end when the range is short). Each piece's partial O and
+// LSE go to the workspace for the combine kernel.
+__device__ __forceinline__ KeyTileRange split_key_tiles(KeyTileRange r, int split, int num_splits) {
+  if (num_splits <= 1) return r;
+  const int per = (r.n_end - r.n_begin + num_splits - 1) / num_splits;
+  const int b = r.n_begin + split * per, e = min(r.n_end, b + per);
+  return e > b ? KeyTileRange{b, e} : KeyTileRange{0, 0};
+}
+
 // True when every (row, key) pair of rows [r0, r1) x keys [c0, c0 + kBlockN)
 // is visible, so the tile needs no per-element mask. A tile that reaches past
 // seqlen_k is never full (hi <= seqlen_k), which masks the zero-filled keys.

@@ -32,6 +32,14 @@ struct Epilogue {
                                const float (&inv)[2], const float (&lse)[2]) {
     const int warp = tid / 32, lane = tid % 32;
     const int row0 = wg * 64 + warp * 16 + lane / 4;  // row within the CTA tile; row1 = row0 + 8
+    if (kVarlen && a.o_accum != nullptr) {  // split-KV: a partial result for the combine kernel
+      store_partial(a, tile, row0, lane, o, inv, lse);
+      if constexpr (!T::kEarlyQRelease) {
+        named_barrier_sync(T::kBarEpilogue + wg, 128);
+        if (tid == 0) mbar_arrive(sm.q_empty());
+      }
+      return;
+    }
     if constexpr (T::kDirectO) {
       store_direct(a, tile, row0, lane, o, inv);
       store_lse(a, tile, row0, lane, lse);
@@ -127,6 +135,27 @@ struct Epilogue {
         if (8 * j >= a.head_dim) break;
         *reinterpret_cast<uint32_t*>(row + 8 * j) =
             E::pack(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
+      }
+    }
+  }
+
+  // Split-KV: this piece's normalised O and LSE in fp32 (KernelArgs::o_accum,
+  // lse_accum), 8 bytes per store; rows outside the sequence skipped.
+  __device__ static void store_partial(const KernelArgs& a, const WorkTile& tile, int row0, int lane,
+                                       const float (&o)[kHeadDim / 2], const float (&inv)[2],
+                                       const float (&lse)[2]) {
+    const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
+    const int64_t first = tile.split * rows + (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) * a.seqlen_q;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int g = tile.row0 + row0 + 8 * r;
+      if (g < 0 || g >= tile.seqlen_q) continue;
+      if ((lane & 3) == 0) a.lse_accum[first + g] = lse[r];
+      float* row = a.o_accum + (first + g) * a.head_dim + 2 * (lane & 3);
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j) {
+        if (8 * j >= a.head_dim) break;
+        *reinterpret_cast<float2*>(row + 8 * j) = make_float2(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
       }
     }
   }

@@ -82,7 +82,8 @@ __device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
 }
 
 // Varlen: the rows of the first (highest) key tile past the sequence's end
-// were loaded from the next sequence (the TMA map spans the packed rows).
+// were loaded from the next sequence (the TMA map spans the packed rows);
+// KV cache: they are the cache's stale rows past the sequence's keys.
 // Their P is 0, but 0 * NaN is NaN: a non-finite value there would reach
 // this sequence's output through P V. So the consumers zero those rows of V
 // (each thread a share, every warpgroup before any of them multiplies by it)
@@ -317,6 +318,12 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   auto tile_mask = [&](const WorkTile& tile) {
     return BlockMask{tile.seqlen_k - tile.seqlen_q, a.window_left, a.window_right, tile.seqlen_k};
   };
+  // The key tiles a work tile visits: its query rows' range, or its piece of
+  // that range (split-KV, which runs on the per-sequence kernels).
+  auto tile_keys = [&](const WorkTile& tile, const BlockMask& mask, int r0, int r1) {
+    const KeyTileRange r = key_tile_range<T::kBlockN>(mask, r0, r1);
+    return kVarlen ? split_key_tiles(r, tile.split, a.num_splits) : r;
+  };
 
   if (wg == 0) {
     setmaxnreg_dec<T::kProducerRegs>();
@@ -333,7 +340,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
         Sched::publish(sm, it, t);
         int r0, r1;
         tile_rows(tile, r0, r1);
-        Mainloop<T>::load(a, sm, tile, key_tile_range<T::kBlockN>(tile_mask(tile), r0, r1), it++, pipe);
+        Mainloop<T>::load(a, sm, tile, tile_keys(tile, tile_mask(tile), r0, r1), it++, pipe);
       }
       Sched::publish(sm, it, Sched::kNoTile);
     }
@@ -348,7 +355,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
       int r0, r1;
       tile_rows(tile, r0, r1);
       const BlockMask mask = tile_mask(tile);
-      consumer_tile<T, kVarlen, kMod>(a, sm, tile, mask, key_tile_range<T::kBlockN>(mask, r0, r1), r0,
+      consumer_tile<T, kVarlen, kMod>(a, sm, tile, mask, tile_keys(tile, mask, r0, r1), r0,
                                           r1, wg - 1, tid, it, pipe);
     }
     Epilogue<T>::drain(tid);

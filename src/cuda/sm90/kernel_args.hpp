@@ -94,13 +94,35 @@ struct KernelArgs {
   // they do not (a TMA store would write the next sequence's rows).
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
+  // KV cache (padded q, contiguous cache; nullptr otherwise): sequence b
+  // reads cache entry kv_batch_idx[b] (nullptr: b) of the K/V maps, whose
+  // rows are the cache's capacity (seqlen_k), and sees its keys
+  // [leftpad_k[b], seqused_k[b] + seqlens_k_add) (leftpad nullptr: 0), the
+  // first of them its key 0. Runs the per-sequence (kVarlen) kernels: rows
+  // past a sequence's keys are stale cache rows, whose V the consumers zero
+  // as they do the next sequence's rows of a varlen batch.
+  const int* seqused_k;
+  const int* leftpad_k;
+  const int* kv_batch_idx;
+  int seqlens_k_add;
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;
   int head_dim;  // O's (v's) head dim, the direct store's bound: at most the tile's (fwd_tile_head_dim)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;
-  int num_tiles;  // num_m_blocks * heads_q * batch work tiles
+  int num_tiles;  // num_m_blocks * num_splits * heads_q * batch work tiles
+  // Split-KV (flash-decoding; sm90_forward.cu chooses it when the query tiles
+  // are too few to fill the GPU): each query tile's key tiles are cut into
+  // num_splits pieces (block_mask.cuh split_key_tiles), each its own work
+  // tile, which writes its normalised O and its LSE in fp32 to o_accum
+  // [num_splits, batch, heads_q, seqlen_q, head_dim] and lse_accum
+  // [num_splits, batch, heads_q, seqlen_q] (row i of a varlen sequence at i);
+  // split_combine.cuh merges them into out and lse. 1: off. Runs on the
+  // per-sequence (kVarlen) kernels, padded batches included.
+  int num_splits;
+  float* o_accum;
+  float* lse_accum;
   int grid_ctas;  // persistent CTAs: min(num_tiles, #SMs)
   // Dynamic schedule (tile_scheduler.cuh), for masked problems: the count of
   // tiles claimed past the first gridDim.x, zeroed in stream order before the

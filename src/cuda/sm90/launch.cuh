@@ -30,7 +30,11 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   // on 128 rows, 192, 256), and ALiBi alone also on head dim 64's 192 rows.
   auto* kernel = &fwd_kernel<T, false>;
   if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
-    const bool varlen = args.cu_seqlens_q != nullptr;
+    // The per-sequence kernels take varlen batches, KV caches and split-KV
+    // (kernel_args.hpp): the padded kernel keeps none of their work (its
+    // main loop and per-tile code measured 3-9% faster without them at 1k
+    // tokens, bench/NOTES.md).
+    const bool varlen = args.cu_seqlens_q != nullptr || args.seqused_k != nullptr || args.num_splits > 1;
     const int mod = score_mod_bits(args.softcap > 0.f, args.alibi != nullptr);
     if constexpr (T::kConsumerWGs == 2) {
       switch (mod) {

@@ -99,7 +99,7 @@ struct Mainloop {
 #pragma unroll
       for (int at = 0; at < kAtoms; ++at) {
         tma_load_4d(sm.k(pipe.stage) + at * kBlockN * 128, &a.tm_k, sm.k_full(pipe.stage),
-                    at * T::kAtomElems, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
+                    at * T::kAtomElems, tile.k_off + n * kBlockN, kv_head, tile.kv_map_batch);
       }
     };
     auto load_v = [&](int n) {
@@ -111,13 +111,13 @@ struct Mainloop {
 #pragma unroll
         for (int r = 0; r < kHeadDim; r += kFp8VtBoxRows) {
           tma_load_4d(sm.v(pipe.stage) + r * 128, &a.tm_v, sm.v_full(pipe.stage), n * kBlockN, r,
-                      kv_head, tile.map_batch);
+                      kv_head, tile.kv_map_batch);
         }
       } else {
 #pragma unroll
         for (int at = 0; at < kAtoms; ++at) {
           tma_load_4d(sm.v(pipe.stage) + at * kBlockN * 128, &a.tm_v, sm.v_full(pipe.stage),
-                      at * 64, tile.k_off + n * kBlockN, kv_head, tile.map_batch);
+                      at * 64, tile.k_off + n * kBlockN, kv_head, tile.kv_map_batch);
         }
       }
     };

@@ -18,6 +18,9 @@
 #include "fp8_v_transpose.hpp"
 #include "kernel_args.hpp"
 #include "launch.hpp"
+#include "sm80/fwd_plan.hpp"
+#include "sm80/launch_append.cuh"
+#include "split_combine.cuh"
 #include "tma_desc.hpp"
 
 namespace flashattn::detail::cuda::sm90 {
@@ -75,7 +78,10 @@ int forced_block_m(const char* name) {
 // 240 registers: with three of 160 its tanh spilled 76-92 bytes in the
 // consumers, and launch.cuh builds the softcap kernels for 128 rows only),
 // and ALiBi at head dim 128 (3-10% faster there than on 192 rows; at head
-// dim 64 192 rows measured ~20% faster: bench/sm90/NOTES.md).
+// dim 64 192 rows measured ~20% faster: bench/sm90/NOTES.md), and sequences
+// of at most 128 query rows at head dims 64 and 128 (a KV-cache chunk, a
+// short query: a 192-row tile would run a third warpgroup on empty rows;
+// bench/NOTES.md, "KV cache on the Hopper forward").
 // FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 128
 // or 192 force one for A/B timing (bench/sm90/NOTES.md).
 int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
@@ -86,12 +92,13 @@ int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t se
   if (d == 128) {
     static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
     if (forced != 0) return forced;
-    return block_m_for(d);
+    return seqlen_q <= kNarrowBlockMHd128 ? kNarrowBlockMHd128 : block_m_for(d);
   }
   if (d != 64) return block_m_for(d);
   static const int forced = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
   if (forced != 0) return forced;
-  return right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ ? kShortMaskedBlockM : block_m_for(d);
+  return (right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ) || seqlen_q <= kShortMaskedBlockM ? kShortMaskedBlockM
+                                                                                              : block_m_for(d);
 }
 
 bool is_empty(const FwdParams& p) {
@@ -136,6 +143,24 @@ size_t counter_offset(const FwdParams& p) {
   return (vt + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
+// Split-KV pieces per query tile (KernelArgs::num_splits). The caller's
+// count when it gives one (forward_kvcache's num_splits); otherwise, when the
+// query tiles leave at least half the SMs idle (one persistent CTA per SM),
+// as many pieces as keep every tile's pieces in one wave: floor(SMs / tiles),
+// each piece at least kMinSplitKeyTiles key tiles so that its Q load, its
+// partial row and the combine stay small beside it. Measured:
+// bench/NOTES.md, "KV cache on the Hopper forward".
+constexpr int kMaxSplits = sm80::kMaxSplits;  // the KV-cache API's limit (num_splits)
+constexpr int64_t kMinSplitKeyTiles = 4;
+int choose_splits(const FwdParams& p, int64_t num_tiles, int block_n, int sms) {
+  if (p.dtype == DType::F8E4M3) return 1;
+  if (p.num_splits > 0) return static_cast<int>(std::min<int64_t>(p.num_splits, kMaxSplits));
+  const int64_t key_tiles = (p.seqlen_k + block_n - 1) / block_n;
+  const int64_t s = std::min<int64_t>({sms / std::max<int64_t>(num_tiles, 1), key_tiles / kMinSplitKeyTiles,
+                                       kMaxSplits});
+  return s >= 2 ? static_cast<int>(s) : 1;
+}
+
 // Every check, then the kernel arguments (tensor maps included). `vt`: the
 // fp8 forward's transposed V (workspace); null in can_implement, where its
 // map is not encoded.
@@ -174,11 +199,13 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) {
     return invalid("k: heads_q must be a multiple of heads_kv");
   }
-  // Varlen batches run here (packed rows, the kernel reads cu_seqlens); KV
-  // caches (per-sequence key counts, pages) run on the sm80 kernels.
-  if (p.seqlens_k != nullptr || p.block_table != nullptr) {
-    return unsupported("KV-cache lengths and paged K/V are not implemented");
-  }
+  // Varlen batches run here (packed rows, the kernel reads cu_seqlens), and
+  // contiguous KV caches (the kernel reads cache_seqlens, leftpad and batch
+  // indices); paged caches and split-KV run on the sm80 kernels.
+  if (p.block_table != nullptr) return unsupported("paged K/V is not implemented");
+  const bool kvcache = p.seqlens_k != nullptr;
+  if (kvcache && (fp8 || p.seqlens_k_add > INT32_MAX)) return unsupported("KV cache: fp8 or 2^31 new tokens");
+  if (fp8 && p.num_splits > 1) return unsupported("float8_e4m3 with split-KV");
   const bool varlen = p.varlen();
   if (varlen && (p.cu_seqlens_k == nullptr || p.total_q > INT32_MAX || p.total_k > INT32_MAX)) {
     return unsupported("varlen needs cu_seqlens_k and fewer than 2^31 packed rows");
@@ -187,8 +214,10 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (is_empty(p)) return Status::Ok();
 
   const int64_t esize = tma_elem_bytes(p.dtype);
-  // Varlen maps: [1, total rows, heads, head_dim] over the packed tensors.
+  // Varlen maps: [1, total rows, heads, head_dim] over the packed tensors;
+  // a KV cache's K/V maps span its entries ([entries, capacity, heads_kv, d]).
   const int64_t map_batch = varlen ? 1 : p.batch;
+  const int64_t kv_map_batch = kvcache && p.kv_entries > 0 ? p.kv_entries : map_batch;
   const int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;
   const TmaOperand q{"q", p.q, rows_q, p.heads_q, p.q_str};
   const TmaOperand o{"out", p.out, rows_q, p.heads_q, p.o_str};
@@ -199,7 +228,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   const TmaOperand v = no_keys ? TmaOperand{"v", p.q, rows_q, p.heads_q, p.q_str}
                             : TmaOperand{"v", p.v, rows_k, p.heads_kv, p.v_str};
   for (const TmaOperand* t : {&q, &k, &v}) {
-    if (std::string m = tma_alignment_problem(*t, map_batch, esize); !m.empty()) return invalid(m);
+    const int64_t b = t == &q || no_keys ? map_batch : kv_map_batch;
+    if (std::string m = tma_alignment_problem(*t, b, esize); !m.empty()) return invalid(m);
   }
   if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
@@ -210,10 +240,11 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
   const int block_n = fp8 ? kFp8BlockN : block_n_for(tile_d);
-  std::string why = encode_tma_maps({{&args->tm_q, q, block_m}, {&args->tm_k, k, block_n}},
-                                    map_batch, p.head_dim, p.dtype);
+  const int64_t kv_b = no_keys ? map_batch : kv_map_batch;
+  std::string why = encode_tma_maps({{&args->tm_q, q, block_m}}, map_batch, p.head_dim, p.dtype);
+  if (why.empty()) why = encode_tma_maps({{&args->tm_k, k, block_n}}, kv_b, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.dim_v(), out_dtype_for(p.dtype));
-  if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, block_n}}, map_batch, p.dim_v(), p.dtype);
+  if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, block_n}}, kv_b, p.dim_v(), p.dtype);
   if (why.empty() && fp8 && vt != nullptr) {
     // V^T [batch, heads_kv, head_dim, keys]: rows of keys, boxes of
     // kFp8VtBoxRows rows x 128 keys (fp8_v_transpose.hpp).
@@ -234,6 +265,10 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->lse_head_stride = p.lse_head_stride;
   args->cu_seqlens_q = varlen ? p.cu_seqlens_q : nullptr;
   args->cu_seqlens_k = varlen ? p.cu_seqlens_k : nullptr;
+  args->seqused_k = kvcache ? p.seqlens_k : nullptr;
+  args->leftpad_k = kvcache ? p.leftpad_k : nullptr;
+  args->kv_batch_idx = kvcache ? p.kv_batch_idx : nullptr;
+  args->seqlens_k_add = kvcache ? static_cast<int>(p.seqlens_k_add) : 0;
   args->out = p.out;
   args->o_stride_batch = p.o_str.batch;
   args->o_stride_seq = p.o_str.seq;
@@ -252,7 +287,10 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   const int sms = sm_count(p.device_index);
   if (sms <= 0) return unsupported("cannot query the multiprocessor count");
   args->num_m_blocks = static_cast<int>(num_m);
-  args->num_tiles = static_cast<int>(num_tiles);
+  args->num_splits = choose_splits(p, num_tiles, block_n, sms);
+  if (num_tiles * args->num_splits > INT32_MAX) return unsupported("more than 2^31 work tiles (num_splits)");
+  args->num_tiles = static_cast<int>(num_tiles * args->num_splits);
+  args->o_accum = args->lse_accum = nullptr;  // run_forward places them in the workspace
   // One persistent CTA per SM at most; masked problems claim their tiles
   // from args->tile_counter (set by run_forward), the others take them round
   // robin (tile_scheduler.cuh says why).
@@ -273,8 +311,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->pingpong = pingpong_env >= 0                 ? pingpong_env
                    : FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK && tile_d <= 128 ? 1 : 0)
                                                   : FLASHATTN_SM90_PINGPONG;
-  args->grid_ctas = masked(p) && grid_schedule_forced() ? static_cast<int>(num_tiles)
-                                                         : static_cast<int>(std::min<int64_t>(num_tiles, sms));
+  args->grid_ctas = masked(p) && grid_schedule_forced() ? args->num_tiles : std::min(args->num_tiles, sms);
   args->tile_counter = nullptr;
   args->scale = p.scale;
   args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
@@ -320,10 +357,119 @@ Status can_implement(const FwdParams& p) noexcept {
   }
 }
 
-size_t workspace_bytes(const FwdParams& p) noexcept {
-  if (is_empty(p)) return 0;
-  return dynamic_schedule(p) ? counter_offset(p) + sizeof(int) : counter_offset(p);
+namespace {
+// Workspace, in order: fp8's V^T, the masked problems' tile counter,
+// split-KV's partial O and LSE (fp32), the KV cache's rotated copy of q
+// (written by the append kernel, read by the TMA loads: contiguous
+// [B, Sq, Hq, D]); each part 256-byte aligned.
+struct Workspace {
+  size_t counter = 0, o_accum = 0, lse_accum = 0, q_rot = 0, total = 0;
+};
+size_t align_up(size_t x) { return (x + kCounterAlign - 1) / kCounterAlign * kCounterAlign; }
+Workspace workspace_layout(const FwdParams& p, int num_splits) {
+  Workspace w;
+  size_t end = 0;
+  if (!is_empty(p)) {
+    w.counter = counter_offset(p);
+    end = dynamic_schedule(p) ? w.counter + sizeof(int) : w.counter;
+    if (num_splits > 1) {
+      const size_t rows = static_cast<size_t>(num_splits) * p.batch * p.heads_q * p.seqlen_q;
+      w.o_accum = align_up(end);
+      w.lse_accum = align_up(w.o_accum + rows * p.dim_v() * sizeof(float));
+      end = w.lse_accum + rows * sizeof(float);
+    }
+  }
+  const size_t rot = sm80::rotary_q_bytes(p);
+  if (rot > 0) {
+    w.q_rot = align_up(end);
+    end = w.q_rot + rot;
+  }
+  w.total = end;
+  return w;
 }
+// The split count prepare() chooses (1 when the call is refused: it then
+// needs no workspace).
+int num_splits_of(const FwdParams& p) {
+  KernelArgs args{};
+  return !is_empty(p) && prepare(p, nullptr, &args).ok() ? args.num_splits : 1;
+}
+}  // namespace
+
+size_t workspace_bytes(const FwdParams& p) noexcept {
+  try {
+    return workspace_layout(p, num_splits_of(p)).total;
+  } catch (...) {
+    return 0;
+  }
+}
+
+namespace {
+// The 16-bit forward kernel of a tile head dim (launch.hpp: the inst/ files).
+Status launch_16bit(const KernelArgs& args, int tile_d, bool bf16, cudaStream_t stream) {
+  switch (tile_d) {
+    case 64:
+      if (args.block_m == kShortMaskedBlockM) {
+        return bf16 ? launch_fwd<__nv_bfloat16, 64, kShortMaskedBlockM>(args, stream)
+                    : launch_fwd<__half, 64, kShortMaskedBlockM>(args, stream);
+      }
+      return bf16 ? launch_fwd<__nv_bfloat16, 64>(args, stream) : launch_fwd<__half, 64>(args, stream);
+    case 128:
+      if (args.block_m == kNarrowBlockMHd128) {
+        return bf16 ? launch_fwd<__nv_bfloat16, 128, kNarrowBlockMHd128>(args, stream)
+                    : launch_fwd<__half, 128, kNarrowBlockMHd128>(args, stream);
+      }
+      return bf16 ? launch_fwd<__nv_bfloat16, 128>(args, stream)
+                  : launch_fwd<__half, 128>(args, stream);
+    case 192:
+      return bf16 ? launch_fwd<__nv_bfloat16, 192>(args, stream)
+                  : launch_fwd<__half, 192>(args, stream);
+    case 256:
+      return bf16 ? launch_fwd<__nv_bfloat16, 256>(args, stream)
+                  : launch_fwd<__half, 256>(args, stream);
+    default:
+      return unsupported("head_dim " + std::to_string(tile_d));
+  }
+}
+
+// Split-KV: split_combine.cuh merges the pieces' partial O / LSE into out
+// and lse, launched with programmatic dependent launch (its
+// griddepcontrol.wait holds its reads until the attention grid has finished).
+template <class T>
+Status launch_combine(const FwdParams& p, const KernelArgs& args, cudaStream_t stream) {
+  SplitCombineArgs c{};
+  c.o_accum = args.o_accum;
+  c.lse_accum = args.lse_accum;
+  c.out = p.out;
+  c.o_sb = p.o_str.batch;
+  c.o_ss = p.o_str.seq;
+  c.o_sh = p.o_str.head;
+  c.lse = p.lse;
+  c.lse_sb = p.lse_batch_stride;
+  c.lse_sh = p.lse_head_stride;
+  c.cu_q = p.cu_seqlens_q;
+  c.batch = static_cast<int>(p.batch);
+  c.heads_q = static_cast<int>(p.heads_q);
+  c.max_q = static_cast<int>(p.seqlen_q);
+  c.d = static_cast<int>(p.dim_v());
+  c.num_splits = args.num_splits;
+  const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>((rows + kCombineRowWarps - 1) / kCombineRowWarps));
+  cfg.blockDim = dim3(kCombineRowWarps * 32);
+  cfg.stream = stream;
+  cudaLaunchAttribute pdl[1];
+  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = pdl;
+  cfg.numAttrs = 1;
+  cudaError_t e = cudaLaunchKernelEx(&cfg, &split_combine_kernel<T>, c);
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    return Status::Error(ErrorCode::CudaError, std::string("sm90 forward: combine launch: ") + cudaGetErrorString(e));
+  }
+  return Status::Ok();
+}
+}  // namespace
 
 Status run_forward(const FwdParams& p, void* workspace) noexcept {
   try {
@@ -334,12 +480,36 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
     KernelArgs args{};
     // With no keys the V^T map is never used; any aligned pointer will do.
     const void* vt = workspace != nullptr ? workspace : p.q;
-    if (Status s = prepare(p, fp8 ? vt : nullptr, &args); !s.ok()) return s;
-    if (is_empty(p)) return Status::Ok();
+    // KV cache with rotary: the kernel reads q's rotated copy, which the
+    // append kernel writes into the workspace (sm80/launch_append.cuh).
+    FwdParams pr = p;
+    void* q_rot = nullptr;
+    const int splits = num_splits_of(p);
+    const Workspace ws = workspace_layout(p, splits);
+    uint8_t* const wsb = static_cast<uint8_t*>(workspace);
+    if (sm80::rotary_q_bytes(p) > 0) {
+      q_rot = wsb + ws.q_rot;
+      pr.q = q_rot;
+      pr.q_str = {p.seqlen_q * p.heads_q * p.head_dim, p.heads_q * p.head_dim, p.head_dim};
+    }
+    if (Status s = prepare(pr, fp8 ? vt : nullptr, &args); !s.ok()) return s;
+    if (args.num_splits > 1) {
+      if (args.num_splits != splits) return Status::Error(ErrorCode::Internal, "sm90 forward: split count changed");
+      args.o_accum = reinterpret_cast<float*>(wsb + ws.o_accum);
+      args.lse_accum = reinterpret_cast<float*>(wsb + ws.lse_accum);
+    }
     DeviceGuard guard(p.device_index);
     cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+    // KV cache: the new keys and values go into the cache first (also with
+    // no query rows), on the call's stream.
+    if (p.k_new != nullptr && p.batch > 0 && p.heads_kv > 0) {
+      const Status s = p.dtype == DType::BF16 ? sm80::launch_append<__nv_bfloat16>(p, q_rot, stream)
+                                              : sm80::launch_append<__half>(p, q_rot, stream);
+      if (!s.ok()) return s;
+    }
+    if (is_empty(p)) return Status::Ok();
     if (dynamic_schedule(p)) {
-      args.tile_counter = reinterpret_cast<int*>(static_cast<uint8_t*>(workspace) + counter_offset(p));
+      args.tile_counter = reinterpret_cast<int*>(wsb + ws.counter);
       const cudaError_t e = cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
       if (e != cudaSuccess) {
         return Status::Error(ErrorCode::CudaError,
@@ -356,29 +526,9 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
                                : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
     }
     const bool bf16 = p.dtype == DType::BF16;
-    switch (fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()))) {
-      case 64:
-        if (args.block_m == kShortMaskedBlockM) {
-          return bf16 ? launch_fwd<__nv_bfloat16, 64, kShortMaskedBlockM>(args, stream)
-                      : launch_fwd<__half, 64, kShortMaskedBlockM>(args, stream);
-        }
-        return bf16 ? launch_fwd<__nv_bfloat16, 64>(args, stream) : launch_fwd<__half, 64>(args, stream);
-      case 128:
-        if (args.block_m == kNarrowBlockMHd128) {
-          return bf16 ? launch_fwd<__nv_bfloat16, 128, kNarrowBlockMHd128>(args, stream)
-                      : launch_fwd<__half, 128, kNarrowBlockMHd128>(args, stream);
-        }
-        return bf16 ? launch_fwd<__nv_bfloat16, 128>(args, stream)
-                    : launch_fwd<__half, 128>(args, stream);
-      case 192:
-        return bf16 ? launch_fwd<__nv_bfloat16, 192>(args, stream)
-                    : launch_fwd<__half, 192>(args, stream);
-      case 256:
-        return bf16 ? launch_fwd<__nv_bfloat16, 256>(args, stream)
-                    : launch_fwd<__half, 256>(args, stream);
-      default:
-        return unsupported("head_dim " + std::to_string(p.head_dim));
-    }
+    const Status s = launch_16bit(args, fwd_tile_head_dim(std::max(p.head_dim, p.dim_v())), bf16, stream);
+    if (!s.ok() || args.num_splits <= 1) return s;
+    return bf16 ? launch_combine<__nv_bfloat16>(pr, args, stream) : launch_combine<__half>(pr, args, stream);
   } catch (...) {
     return Status::Error(ErrorCode::Internal, "sm90 forward: exception in run_forward");
   }

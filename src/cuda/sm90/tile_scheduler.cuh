@@ -32,7 +32,8 @@
 namespace flashattn::detail::cuda::sm90 {
 
 // A work tile and its sequence: row offsets in the TMA maps (varlen: the
-// packed rows, whose map batch is 0), and the sequence's lengths.
+// packed rows, whose map batch is 0; KV cache: k_off is the leftpad row of
+// the cache entry kv_map_batch), and the sequence's lengths.
 //
 // row0 is the tile's first query row in its sequence. With a right mask bound
 // (KernelArgs::first_tile_partial) the tiles are laid from the sequence's end
@@ -44,7 +45,8 @@ namespace flashattn::detail::cuda::sm90 {
 // stored.
 struct WorkTile {
   int m_block, head, batch, row0;
-  int q_off, k_off, map_batch;
+  int split;  // split-KV piece (KernelArgs::num_splits; 0 without)
+  int q_off, k_off, map_batch, kv_map_batch;
   int seqlen_q, seqlen_k;
   // Varlen: query tiles past the sequence's end have no work (both roles
   // skip them, and count only the others for their barrier phases). Tile m
@@ -100,17 +102,29 @@ struct PersistentTileScheduler {
 
   template <bool kVarlen, int kBlockM>
   __device__ static WorkTile decode(const KernelArgs& a, int t) {
+    // Split-KV (per-sequence kernels only: launch.cuh): the pieces of one
+    // query tile are neighbours in the order.
+    int split = 0;
+    if (kVarlen && a.num_splits > 1) {
+      split = t % a.num_splits;
+      t /= a.num_splits;
+    }
     int m = t % a.num_m_blocks;
     const int hb = t / a.num_m_blocks;
     if (a.longest_first) m = a.num_m_blocks - 1 - m;
-    WorkTile w{m, hb % a.heads_q, hb / a.heads_q, m * kBlockM, 0, 0, 0, a.seqlen_q, a.seqlen_k};
-    if constexpr (kVarlen) {
+    WorkTile w{m, hb % a.heads_q, hb / a.heads_q, m * kBlockM, split, 0, 0, 0, 0, a.seqlen_q, a.seqlen_k};
+    if (kVarlen && a.cu_seqlens_q != nullptr) {
       w.q_off = a.cu_seqlens_q[w.batch];
       w.seqlen_q = a.cu_seqlens_q[w.batch + 1] - w.q_off;
       w.k_off = a.cu_seqlens_k[w.batch];
       w.seqlen_k = a.cu_seqlens_k[w.batch + 1] - w.k_off;
     } else {
-      w.map_batch = w.batch;
+      w.map_batch = w.kv_map_batch = w.batch;
+      if (kVarlen && a.seqused_k != nullptr) {  // KV cache
+        if (a.kv_batch_idx != nullptr) w.kv_map_batch = a.kv_batch_idx[w.batch];
+        if (a.leftpad_k != nullptr) w.k_off = a.leftpad_k[w.batch];
+        w.seqlen_k = a.seqused_k[w.batch] + a.seqlens_k_add - w.k_off;
+      }
     }
     if (a.first_tile_partial) w.row0 -= (kBlockM - w.seqlen_q % kBlockM) % kBlockM;
     return w;
