@@ -124,9 +124,10 @@ std::vector<KvCase> kv_cases() {
   // Cache rows outside a sequence's keys hold NaN (a cache from torch.empty).
   v.push_back(nan_rest(kv(DType::F16, 1, 8, 2, 128, {17, 0, 300}, 1, 320, 0, false)));
   v.push_back(nan_rest(leftpad(kv(DType::BF16, 4, 8, 2, 128, {100, 9}, 3, 300, 0, true), {37, 9})));
-  v.push_back(nan_rest(kv(DType::F16, 40, 8, 2, 128, {150, 3}, 17, 200, 0, true)));  // sm80: per-head tiles
-  // Enough query rows per sequence for the Hopper forward (chunked prefill;
-  // dispatch.cpp kvcache_fills_sm90_tiles): its tiles of 128 / 192 rows, the
+  v.push_back(nan_rest(kv(DType::F16, 40, 8, 2, 128, {150, 3}, 17, 200, 0, true)));  // 160 rows: not packed
+  // Query rows the sm80 plan would not pack into one tile per GQA group run
+  // on the Hopper forward (chunked prefill; dispatch.cpp
+  // kvcache_fills_sm90_tiles): its tiles of 128 / 192 rows, the
   // tile head dims 64 / 128 / 192 / 256 and one between (96), a second query
   // tile (200 rows), GQA, Sq > or < the keys, empty caches, and the optional
   // inputs. With pages such calls stay on the sm80 path.

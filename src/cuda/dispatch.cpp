@@ -327,19 +327,24 @@ Status with_padded_head_dims(const Params& p, Run run) {
 
 #ifdef FLASHATTN_WITH_SM90
 // A KV-cache call (chunked prefill, speculative decoding) runs on the Hopper
-// forward when it has enough query rows per sequence: its tiles hold 128 or
-// 192 rows of one head, where the sm80 path packs a GQA group's rows into one
-// tile (decode tiles of 16 rows; fwd_plan.hpp) and splits the key range when
-// the blocks are few. The threshold is measured (bench/NOTES.md, "KV cache on
-// the Hopper forward"); FLASHATTN_SM90_KVCACHE_MIN_Q=n (read once per process)
-// sets it for A/B runs.
-constexpr int64_t kSm90KvCacheMinSeqlenQ = 64;
+// forward unless the sm80 plan packs a GQA group's query rows into one tile
+// (fwd_plan.hpp: seqlen_q x group <= 128 rows with a group) or runs 16-row
+// decode tiles: there one K/V load serves the whole group, where the Hopper
+// tiles hold one head's rows. Measured with 32 / 8 heads (bench/NOTES.md,
+// "KV cache on the Hopper forward"): chunks of 16 and 32 (packed) were
+// faster on the sm80 path at 3 of 4 shapes each, chunks of 48 (not packed)
+// 2.1-2.8x faster on the Hopper forward. FLASHATTN_SM90_KVCACHE_MIN_Q=n
+// (read once per process) instead sends chunks of n rows and more to it,
+// for A/B runs.
 bool kvcache_fills_sm90_tiles(const FwdParams& p) {
-  static const int64_t min_q = [] {
+  static const int64_t forced_min_q = [] {
     const char* e = std::getenv("FLASHATTN_SM90_KVCACHE_MIN_Q");
-    return e != nullptr && std::atoll(e) > 0 ? std::atoll(e) : kSm90KvCacheMinSeqlenQ;
+    return e != nullptr && std::atoll(e) > 0 ? std::atoll(e) : 0;
   }();
-  return p.seqlen_q >= min_q;
+  if (forced_min_q > 0) return p.seqlen_q >= forced_min_q;
+  const sm80::FwdPlan f =
+      sm80::fwd_plan(p, sm80::sm_count(p.device_index), sm80::FwdCfg<128>::BM, sm80::FwdCfg<128>::BN);
+  return f.pack == 1 && !f.decode;
 }
 
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
