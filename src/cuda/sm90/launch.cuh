@@ -31,9 +31,10 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   auto* kernel = &fwd_kernel<T, false>;
   if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
     // The per-sequence kernels take varlen batches, KV caches and split-KV
-    // (kernel_args.hpp): the padded kernel keeps none of their work (its
-    // main loop and per-tile code measured 3-9% faster without them at 1k
-    // tokens, bench/NOTES.md).
+    // (kernel_args.hpp), so that the padded kernel keeps none of their
+    // per-tile code: with it the padded kernel grew by 10% (its main loop
+    // unchanged) and one alternated A/B read it 3-9% slower at 1k tokens
+    // (bench/NOTES.md, "KV cache on the Hopper forward").
     const bool varlen = args.cu_seqlens_q != nullptr || args.seqused_k != nullptr || args.num_splits > 1;
     const int mod = score_mod_bits(args.softcap > 0.f, args.alibi != nullptr);
     if constexpr (T::kConsumerWGs == 2) {

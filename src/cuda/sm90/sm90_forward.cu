@@ -153,12 +153,37 @@ size_t counter_offset(const FwdParams& p) {
 constexpr int kMaxSplits = sm80::kMaxSplits;  // the KV-cache API's limit (num_splits)
 constexpr int64_t kMinSplitKeyTiles = 4;
 int choose_splits(const FwdParams& p, int64_t num_tiles, int block_n, int sms) {
+  if (sms <= 0) return 1;
   if (p.dtype == DType::F8E4M3) return 1;
   if (p.num_splits > 0) return static_cast<int>(std::min<int64_t>(p.num_splits, kMaxSplits));
   const int64_t key_tiles = (p.seqlen_k + block_n - 1) / block_n;
   const int64_t s = std::min<int64_t>({sms / std::max<int64_t>(num_tiles, 1), key_tiles / kMinSplitKeyTiles,
                                        kMaxSplits});
   return s >= 2 ? static_cast<int>(s) : 1;
+}
+
+// The tile of a call: its head dim, query rows and key rows.
+struct TileShape {
+  int tile_d, block_m, block_n;
+  int64_t num_m;  // query tiles per (batch, head)
+};
+TileShape tile_shape(const FwdParams& p) {
+  TileShape t{};
+  t.tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
+  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
+  t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
+                             p.alibi_slopes != nullptr);
+  // The K (and V) boxes must be the kernel's key tile: the barrier waits for
+  // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
+  // hung the first fp8 head-dim-256 kernel).
+  t.block_n = p.dtype == DType::F8E4M3 ? kFp8BlockN : block_n_for(t.tile_d);
+  t.num_m = (sq + t.block_m - 1) / t.block_m;
+  return t;
+}
+// The split count of a call (prepare's; workspace sizing asks it without
+// encoding the tensor maps).
+int splits_of(const FwdParams& p, const TileShape& t, int sms) {
+  return choose_splits(p, t.num_m * p.heads_q * p.batch, t.block_n, sms);
 }
 
 // Every check, then the kernel arguments (tensor maps included). `vt`: the
@@ -183,7 +208,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   // narrower operand's columns past its head dim are outside its TMA map,
   // which fills them with zeros, and O's map (and the direct store) stop at
   // v's head dim.
-  const int tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
+  const TileShape shape = tile_shape(p);
+  const int tile_d = shape.tile_d;
   if (fp8 && (p.varlen() || p.has_variants())) {
     return unsupported("float8_e4m3 takes padded batches without ALiBi or dropout");
   }
@@ -201,7 +227,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   }
   // Varlen batches run here (packed rows, the kernel reads cu_seqlens), and
   // contiguous KV caches (the kernel reads cache_seqlens, leftpad and batch
-  // indices); paged caches and split-KV run on the sm80 kernels.
+  // indices); paged caches run on the sm80 kernels.
   if (p.block_table != nullptr) return unsupported("paged K/V is not implemented");
   const bool kvcache = p.seqlens_k != nullptr;
   if (kvcache && (fp8 || p.seqlens_k_add > INT32_MAX)) return unsupported("KV cache: fp8 or 2^31 new tokens");
@@ -233,13 +259,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   }
   if (std::string m = tma_alignment_problem(o, map_batch, 2); !m.empty()) return invalid(m);
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
-  const int block_m =
-      choose_block_m(p.dtype, tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
-                     p.alibi_slopes != nullptr);
-  // The K (and V) boxes must be the kernel's key tile: the barrier waits for
-  // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
-  // hung the first fp8 head-dim-256 kernel).
-  const int block_n = fp8 ? kFp8BlockN : block_n_for(tile_d);
+  const int block_m = shape.block_m, block_n = shape.block_n;
   const int64_t kv_b = no_keys ? map_batch : kv_map_batch;
   std::string why = encode_tma_maps({{&args->tm_q, q, block_m}}, map_batch, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_k, k, block_n}}, kv_b, p.head_dim, p.dtype);
@@ -281,13 +301,13 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->head_dim = static_cast<int>(p.dim_v());
   args->window_left = clamp_window(p.window_left, sq, sk);
   args->window_right = clamp_window(p.window_right, sq, sk);
-  const int64_t num_m = (sq + block_m - 1) / block_m;
+  const int64_t num_m = shape.num_m;
   const int64_t num_tiles = num_m * p.heads_q * p.batch;
   if (num_tiles > INT32_MAX) return unsupported("more than 2^31 query tiles");
   const int sms = sm_count(p.device_index);
   if (sms <= 0) return unsupported("cannot query the multiprocessor count");
   args->num_m_blocks = static_cast<int>(num_m);
-  args->num_splits = choose_splits(p, num_tiles, block_n, sms);
+  args->num_splits = splits_of(p, shape, sms);
   if (num_tiles * args->num_splits > INT32_MAX) return unsupported("more than 2^31 work tiles (num_splits)");
   args->num_tiles = static_cast<int>(num_tiles * args->num_splits);
   args->o_accum = args->lse_accum = nullptr;  // run_forward places them in the workspace
@@ -387,11 +407,9 @@ Workspace workspace_layout(const FwdParams& p, int num_splits) {
   w.total = end;
   return w;
 }
-// The split count prepare() chooses (1 when the call is refused: it then
-// needs no workspace).
+// The split count prepare() chooses.
 int num_splits_of(const FwdParams& p) {
-  KernelArgs args{};
-  return !is_empty(p) && prepare(p, nullptr, &args).ok() ? args.num_splits : 1;
+  return is_empty(p) ? 1 : splits_of(p, tile_shape(p), sm_count(p.device_index));
 }
 }  // namespace
 
