@@ -1,4 +1,5 @@
 // The Hopper backward's tile bookkeeping (src/cuda/sm90/bwd_tile_order.hpp),
+// and the forward's split-KV pieces (split_kv.hpp, at the end),
 // checked on the host against enumeration: for random lengths and masks
 // (causal, windows, unbounded, Sq != Sk both ways), the key tiles whose
 // query ranges contain a query tile form one contiguous run, and
@@ -12,6 +13,7 @@
 #include <random>
 
 #include "cuda/sm90/bwd_tile_order.hpp"
+#include "cuda/sm90/split_kv.hpp"
 
 namespace {
 
@@ -19,6 +21,11 @@ using flashattn::detail::cuda::sm90::key_tiles_of_query_tile;
 using flashattn::detail::cuda::sm90::KeyTileRun;
 using flashattn::detail::cuda::sm90::query_tile_range;
 using flashattn::detail::cuda::sm90::QueryTileRange;
+using flashattn::detail::cuda::sm90::KeyTileRange;
+using flashattn::detail::cuda::sm90::kMaxSplitPieces;
+using flashattn::detail::cuda::sm90::kMinSplitKeyTiles;
+using flashattn::detail::cuda::sm90::split_count;
+using flashattn::detail::cuda::sm90::split_key_tiles;
 
 struct Mask {
   int offset, left, right;
@@ -65,5 +72,56 @@ void check_key_tile_runs(unsigned seed) {
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim128) { check_key_tile_runs<64, 128>(20261129); }
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim64) { check_key_tile_runs<128, 128>(20261130); }
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim256) { check_key_tile_runs<64, 64>(20261131); }
+
+// Split-KV of the Hopper forward (src/cuda/sm90/split_kv.hpp): the pieces of
+// a query tile's key range, taken in order, are exactly the range (each key
+// tile once: a gap would drop keys from the output, an overlap count them
+// twice), and no piece is longer than ceil(length / pieces).
+TEST(Sm90SplitKv, PiecesPartitionTheKeyRange) {
+  std::mt19937 gen(20261203);
+  int checked = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int len = static_cast<int>(gen() % 300), begin = len == 0 ? 0 : static_cast<int>(gen() % 1000);
+    const int splits = 1 + static_cast<int>(gen() % 130);
+    const KeyTileRange r{begin, begin + len};
+    int next = begin;
+    for (int s = 0; s < splits; ++s) {
+      const KeyTileRange piece = split_key_tiles(r, s, splits);
+      if (piece.n_end <= piece.n_begin) continue;
+      ASSERT_EQ(piece.n_begin, next) << "range [" << begin << ", " << begin + len << ") in " << splits
+                                     << " pieces, piece " << s;
+      ASSERT_LE(piece.n_end - piece.n_begin, (len + splits - 1) / splits);
+      next = piece.n_end;
+    }
+    ASSERT_EQ(next, begin + len) << "range [" << begin << ", " << begin + len << ") in " << splits << " pieces";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 20000);
+}
+
+// How many pieces a call takes: the caller's count (clamped to 128), else a
+// split only when the query tiles leave half the SMs idle, every piece in
+// one wave and at least 4 key tiles long.
+TEST(Sm90SplitKv, SplitCount) {
+  EXPECT_EQ(split_count(32, 129, 132, 0), 4);   // chunk 128 of 32 heads at 16k keys
+  EXPECT_EQ(split_count(64, 33, 132, 0), 2);
+  EXPECT_EQ(split_count(32, 9, 132, 0), 2);     // short key range: 9 / 4
+  EXPECT_EQ(split_count(32, 7, 132, 0), 1);
+  EXPECT_EQ(split_count(67, 1000, 132, 0), 1);  // more than half the SMs busy
+  EXPECT_EQ(split_count(1, 100000, 132, 0), 128);
+  EXPECT_EQ(split_count(1000, 10, 132, 7), 7);  // asked for
+  EXPECT_EQ(split_count(1, 10, 132, 500), kMaxSplitPieces);
+  EXPECT_EQ(split_count(0, 10, 132, 0), 1);
+  EXPECT_EQ(split_count(4, 10, 0, 0), 1);       // SM count unknown
+  for (int64_t tiles = 1; tiles <= 200; ++tiles)
+    for (int64_t keys : {1, 4, 8, 33, 129, 1000}) {
+      const int s = split_count(tiles, keys, 132, 0);
+      ASSERT_GE(s, 1);
+      if (s > 1) {
+        EXPECT_LE(tiles * s, 132) << tiles << " tiles, " << keys << " key tiles";
+        EXPECT_GE(keys / s, kMinSplitKeyTiles) << tiles << " tiles, " << keys << " key tiles";
+      }
+    }
+}
 
 }  // namespace

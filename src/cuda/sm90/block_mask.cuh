@@ -3,6 +3,8 @@
 // non-decreasing in i, which is what the tile-range and full-tile tests use.
 #pragma once
 
+#include "split_kv.hpp"
+
 namespace flashattn::detail::cuda::sm90 {
 
 struct BlockMask {
@@ -16,26 +18,11 @@ struct BlockMask {
 };
 
 // The key tiles [n_begin, n_end) a query tile [r0, r1) must visit (r1 > r0).
-struct KeyTileRange {
-  int n_begin, n_end;
-};
-
 template <int kBlockN>
 __device__ __forceinline__ KeyTileRange key_tile_range(const BlockMask& mask, int r0, int r1) {
   int kb = mask.lo(r0), ke = mask.hi(r1 - 1);
   if (ke <= kb) return {0, 0};
   return {kb / kBlockN, (ke + kBlockN - 1) / kBlockN};
-}
-
-// Split-KV (KernelArgs::num_splits): piece `split` of a query tile's key
-// tiles, the range cut into num_splits nearly equal runs (empty for the
-// pieces past its end when the range is short). Each piece's partial O and
-// LSE go to the workspace for the combine kernel.
-__device__ __forceinline__ KeyTileRange split_key_tiles(KeyTileRange r, int split, int num_splits) {
-  if (num_splits <= 1) return r;
-  const int per = (r.n_end - r.n_begin + num_splits - 1) / num_splits;
-  const int b = r.n_begin + split * per, e = min(r.n_end, b + per);
-  return e > b ? KeyTileRange{b, e} : KeyTileRange{0, 0};
 }
 
 // True when every (row, key) pair of rows [r0, r1) x keys [c0, c0 + kBlockN)

@@ -21,6 +21,7 @@
 #include "sm80/fwd_plan.hpp"
 #include "sm80/launch_append.cuh"
 #include "split_combine.cuh"
+#include "split_kv.hpp"
 #include "tma_desc.hpp"
 
 namespace flashattn::detail::cuda::sm90 {
@@ -143,25 +144,6 @@ size_t counter_offset(const FwdParams& p) {
   return (vt + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
-// Split-KV pieces per query tile (KernelArgs::num_splits). The caller's
-// count when it gives one (forward_kvcache's num_splits); otherwise, when the
-// query tiles leave at least half the SMs idle (one persistent CTA per SM),
-// as many pieces as keep every tile's pieces in one wave: floor(SMs / tiles),
-// each piece at least kMinSplitKeyTiles key tiles so that its Q load, its
-// partial row and the combine stay small beside it. Measured:
-// bench/NOTES.md, "KV cache on the Hopper forward".
-constexpr int kMaxSplits = sm80::kMaxSplits;  // the KV-cache API's limit (num_splits)
-constexpr int64_t kMinSplitKeyTiles = 4;
-int choose_splits(const FwdParams& p, int64_t num_tiles, int block_n, int sms) {
-  if (sms <= 0) return 1;
-  if (p.dtype == DType::F8E4M3) return 1;
-  if (p.num_splits > 0) return static_cast<int>(std::min<int64_t>(p.num_splits, kMaxSplits));
-  const int64_t key_tiles = (p.seqlen_k + block_n - 1) / block_n;
-  const int64_t s = std::min<int64_t>({sms / std::max<int64_t>(num_tiles, 1), key_tiles / kMinSplitKeyTiles,
-                                       kMaxSplits});
-  return s >= 2 ? static_cast<int>(s) : 1;
-}
-
 // The tile of a call: its head dim, query rows and key rows.
 struct TileShape {
   int tile_d, block_m, block_n;
@@ -180,11 +162,13 @@ TileShape tile_shape(const FwdParams& p) {
   t.num_m = (sq + t.block_m - 1) / t.block_m;
   return t;
 }
-// The split count of a call (prepare's; workspace sizing asks it without
-// encoding the tensor maps).
+// The split count of a call (split_kv.hpp; prepare's, and workspace sizing
+// asks it without encoding the tensor maps). fp8 does not split.
 int splits_of(const FwdParams& p, const TileShape& t, int sms) {
-  return choose_splits(p, t.num_m * p.heads_q * p.batch, t.block_n, sms);
+  if (p.dtype == DType::F8E4M3) return 1;
+  return split_count(t.num_m * p.heads_q * p.batch, (p.seqlen_k + t.block_n - 1) / t.block_n, sms, p.num_splits);
 }
+static_assert(kMaxSplitPieces == sm80::kMaxSplits, "the KV-cache API clamps num_splits alike on both paths");
 
 // Every check, then the kernel arguments (tensor maps included). `vt`: the
 // fp8 forward's transposed V (workspace); null in can_implement, where its
