@@ -5,7 +5,8 @@
 // counts from 1 to the most allowed (each merged result must pass the rule on
 // its own); flash-attn's rotary embedding, cache_leftpad and cache_batch_idx;
 // NaN in the cache rows a sequence does not see; query chunks long enough for
-// the Hopper forward, with softcap and a window too. Also the C ABI.
+// the Hopper forward, with softcap and a window too, contiguous or paged.
+// Also the C ABI.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -130,7 +131,7 @@ std::vector<KvCase> kv_cases() {
   // kvcache_fills_sm90_tiles): its tiles of 128 / 192 rows, the
   // tile head dims 64 / 128 / 192 / 256 and one between (96), a second query
   // tile (200 rows), GQA, Sq > or < the keys, empty caches, and the optional
-  // inputs. With pages such calls stay on the sm80 path.
+  // inputs.
   v.push_back(kv(DType::F16, 100, 8, 2, 128, {150, 3, 0}, 17, 300, 0, true));
   v.push_back(nan_rest(kv(DType::BF16, 64, 4, 4, 64, {500, 70}, 0, 640, 0, false)));
   v.push_back(nan_rest(kv(DType::BF16, 200, 8, 1, 128, {1000, 1}, 5, 1100, 0, true)));
@@ -150,7 +151,22 @@ std::vector<KvCase> kv_cases() {
   v.push_back(kv(DType::F16, 64, 4, 1, 128, {2000}, 0, 2048, 0, false, 4));
   v.push_back(nan_rest(kv(DType::BF16, 200, 4, 1, 128, {1000, 60}, 0, 1024, 0, true, 7)));
   v.push_back(kv(DType::F16, 64, 2, 1, 128, {0, 5}, 0, 64, 0, true, 3));  // pieces with no key: O = 0
-  v.push_back(kv(DType::BF16, 100, 4, 1, 128, {150, 3}, 17, 208, 16, true));  // paged: sm80
+  // Paged caches on the Hopper forward: a page of 16 rows (8 boxes per
+  // key tile), pages sharing no more than 16 rows with the tile (48, 32, 64
+  // at head dims 64, 192, 256: tiles of 128, 112, 80 keys), one box per tile
+  // (128, 256), split-KV, rotary, softcap, a window, sequences with no keys;
+  // table entries past each sequence's pages are -1 (check_kvcache).
+  v.push_back(kv(DType::BF16, 100, 4, 1, 128, {150, 3}, 17, 208, 16, true));
+  v.push_back(nan_rest(kv(DType::F16, 64, 4, 4, 64, {500, 70}, 0, 640, 48, false)));
+  v.push_back(nan_rest(kv(DType::BF16, 200, 8, 1, 128, {1000, 1}, 5, 1100, 256, true)));
+  v.push_back(kv(DType::F16, 77, 4, 2, 256, {300, 129}, 3, 320, 64, true));
+  v.push_back(nan_rest(kv(DType::BF16, 65, 4, 1, 192, {250}, 0, 256, 32, false)));
+  v.push_back(kv(DType::F16, 96, 2, 2, 96, {90, 33}, 1, 128, 16, true));
+  v.push_back(nan_rest(kv(DType::BF16, 200, 4, 1, 128, {1000, 60}, 0, 1024, 128, true, 7)));
+  v.push_back(rope(kv(DType::BF16, 80, 8, 2, 128, {100, 0}, 3, 300, 16, true), 128, false));
+  v.push_back(softcap(kv(DType::F16, 96, 4, 1, 128, {400}, 2, 512, 48, true), 30.0f));
+  v.push_back(window(kv(DType::BF16, 150, 4, 2, 64, {700}, 0, 768, 16, true), 100));
+  v.push_back(kv(DType::F16, 64, 2, 2, 128, {0, 5}, 0, 64, 16, true, 3));
   return v;
 }
 

@@ -8,6 +8,10 @@ in the cache: cache_seqlens = context + chunk), chunk 16 ... 2048 tokens,
 32 query heads over 8 KV heads, head dim 128 (--head-dim), bf16. TFLOP/s from
 the causal work: 4 * batch * heads * d * sum_i (context + i + 1).
 
+--page-size P (a multiple of 16; 0 = contiguous) stores flashattn's cache as
+P-row pages in a shuffled pool with a block table (vLLM's layout); SDPA reads
+the same keys from the contiguous copy.
+
 Which flashattn path runs is set per process by the environment (read once):
 FLASHATTN_DISABLE_SM90=1 forces the sm80 kernels; FLASHATTN_SM90_KVCACHE_MIN_Q=1
 sends every chunk to the Hopper forward (dispatch.cpp). --label names the rows.
@@ -16,7 +20,7 @@ repeated to the query heads outside the timing), and cuDNN where torch takes
 the same call.
 
   FLASHATTN_LIBRARY=.../libflashattn.so PYTHONPATH=python python3 bench/gpu/bench_kvcache_prefill.py out.csv \\
-      --label flashattn [--impls flashattn,sdpa_flash,sdpa_cudnn] [--chunks 16,64,512]
+      --label flashattn [--impls flashattn,sdpa_flash,sdpa_cudnn] [--chunks 16,64,512] [--page-size 16]
 
 CSV: impl,batch,context,chunk,hq,hkv,d,ms,kernel_ms,tflops_kernel,kernels (+ header lines).
 Times: median of 20 single calls (CUDA events) and the device span of one call
@@ -24,6 +28,7 @@ Times: median of 20 single calls (CUDA events) and the device span of one call
 """
 import argparse
 import datetime
+import math
 import os
 import subprocess
 import sys
@@ -50,6 +55,7 @@ def main():
     ap.add_argument("--batches", default="1,4")
     ap.add_argument("--contexts", default="4096,16384")
     ap.add_argument("--chunks", default="16,32,64,128,256,512,2048")
+    ap.add_argument("--page-size", type=int, default=0, help="paged cache for flashattn (0: contiguous)")
     args = ap.parse_args()
     impls = args.impls.split(",")
     D = args.head_dim
@@ -61,6 +67,7 @@ def main():
     lines = [f"# device={dev} driver={drv} date={datetime.datetime.now(datetime.timezone.utc).isoformat()} "
              f"commit={os.environ.get('FLASHATTN_COMMIT', 'unknown')} torch={torch.__version__} "
              f"flashattn={flashattn.library_version()} env: {env or '(none)'}",
+             f"# flashattn cache: {f'paged, {args.page_size}-row pages, shuffled' if args.page_size else 'contiguous'}",
              "impl,batch,context,chunk,hq,hkv,d,ms,kernel_ms,tflops_kernel,kernels"]
     print("\n".join(lines), flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -68,15 +75,31 @@ def main():
         for ctx in map(int, args.contexts.split(",")):
             for chunk in map(int, args.chunks.split(",")):
                 keys = ctx + chunk
-                cap = (keys + 255) // 256 * 256
+                page = args.page_size
+                align = math.lcm(256, page) if page else 256
+                cap = (keys + align - 1) // align * align
                 kc = torch.randn(batch, cap, HKV, D, device="cuda", dtype=torch.bfloat16, generator=gen)
                 vc = torch.randn(batch, cap, HKV, D, device="cuda", dtype=torch.bfloat16, generator=gen)
                 q = torch.randn(batch, chunk, HQ, D, device="cuda", dtype=torch.bfloat16, generator=gen)
                 lens = torch.full((batch,), keys, dtype=torch.int32, device="cuda")
                 work = 4.0 * batch * HQ * D * (chunk * ctx + chunk * (chunk + 1) / 2)
 
-                def fa():
-                    return flashattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, causal=True)
+                if page:
+                    # Page i of sequence b is pool page perm[b * max_pages + i].
+                    max_pages = cap // page
+                    perm = torch.randperm(batch * max_pages, device="cuda", generator=gen)
+                    table = perm.view(batch, max_pages).to(torch.int32)
+                    kpool = torch.empty(batch * max_pages, page, HKV, D, device="cuda", dtype=torch.bfloat16)
+                    vpool = torch.empty_like(kpool)
+                    kpool[perm] = kc.view(batch * max_pages, page, HKV, D)
+                    vpool[perm] = vc.view(batch * max_pages, page, HKV, D)
+
+                    def fa():
+                        return flashattn.flash_attn_with_kvcache(q, kpool, vpool, cache_seqlens=lens, causal=True,
+                                                                 block_table=table)
+                else:
+                    def fa():
+                        return flashattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, causal=True)
 
                 qt = q.transpose(1, 2)
                 kt = kc[:, :keys].repeat_interleave(HQ // HKV, dim=2).transpose(1, 2)
@@ -114,6 +137,8 @@ def main():
                     print(line + f"   (max|diff| to the first row's output {err:.3g})", flush=True)
                     lines.append(line)
                 del kc, vc, q, kt, vt
+                if page:
+                    del kpool, vpool, table
                 torch.cuda.empty_cache()
     if args.csv:
         with open(args.csv, "w") as fh:

@@ -1002,7 +1002,7 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
     }
     p->kv_batch_idx = static_cast<const int32_t*>(a.cache_batch_idx.data);
     p->leftpad_k = static_cast<const int32_t*>(a.cache_leftpad.data);
-    p->kv_entries = paged ? 0 : cache_entries;
+    p->kv_entries = cache_entries;  // pages, when paged
     if (rotary) {
       p->rotary_cos = a.rotary_cos.data;
       p->rotary_sin = a.rotary_sin.data;

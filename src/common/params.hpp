@@ -75,8 +75,9 @@ struct AttnParams {
   // sequence's key 0 is that row, so masks count from it).
   const int32_t* kv_batch_idx = nullptr;
   const int32_t* leftpad_k = nullptr;
-  // KV cache, contiguous: entries of k/v's batch dimension (cache_batch_idx
-  // picks among them; the sm90 forward's TMA bounds). 0 = batch.
+  // KV cache: entries of k/v's leading dimension, i.e. cache entries
+  // (cache_batch_idx picks among them) or, paged, pages (the sm90 forward's
+  // TMA bounds). 0 = batch.
   int64_t kv_entries = 0;
   int64_t total_q = 0;  // varlen: rows of q (the LSE's head stride)
   int64_t total_k = 0;  // varlen: rows of k and v (the sm90 forward's TMA bounds)

@@ -64,7 +64,7 @@ inline void narrow_common(AttnParams& r, const AttnParams& p, int64_t b, const S
   }
   r.cu_seqlens_q = r.cu_seqlens_k = r.seqlens_k = nullptr;
   r.kv_batch_idx = r.leftpad_k = nullptr;
-  r.kv_entries = 0;
+  r.kv_entries = p.block_table ? p.kv_entries : 0;  // the pages stay shared
   r.seqlens_k_add = 0;
   // ALiBi slopes row and dropout stream of sequence b (common/philox.hpp).
   if (p.alibi_slopes) r.alibi_slopes = p.alibi_slopes + b * p.alibi_batch_stride;

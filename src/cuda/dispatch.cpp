@@ -335,7 +335,8 @@ Status with_padded_head_dims(const Params& p, Run run) {
 // faster on the sm80 path at 3 of 4 shapes each, chunks of 48 (not packed)
 // 2.1-2.8x faster on the Hopper forward. FLASHATTN_SM90_KVCACHE_MIN_Q=n
 // (read once per process) instead sends chunks of n rows and more to it,
-// for A/B runs.
+// for A/B runs. Paged caches follow the same rule (their tiles load a box
+// per page piece: sm90/mainloop.cuh KeyPages).
 bool kvcache_fills_sm90_tiles(const FwdParams& p) {
   static const int64_t forced_min_q = [] {
     const char* e = std::getenv("FLASHATTN_SM90_KVCACHE_MIN_Q");
@@ -358,8 +359,8 @@ bool use_sm90(const FwdParams& p) {
     const char* e = std::getenv("FLASHATTN_DISABLE_SM90");
     return e != nullptr && e[0] != '\0' && e[0] != '0';
   }();
-  // The Hopper forward takes varlen batches, softcap, ALiBi and contiguous KV
-  // caches but no block tables (sm90::can_implement says), and no dropout:
+  // The Hopper forward takes varlen batches, softcap, ALiBi and KV caches,
+  // contiguous or paged (sm90::can_implement says), and no dropout:
   // that runs on the sm80 kernels (sm80/variants.cuh). fp32 it refuses (its
   // can_implement takes fp16, bf16 and fp8): that goes to src/cuda/f32.
   return !disabled && !(p.dropout_p > 0.0f) && (p.seqlens_k == nullptr || kvcache_fills_sm90_tiles(p)) &&

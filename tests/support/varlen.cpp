@@ -346,7 +346,15 @@ void check_kvcache(Device dev, const KvCase& c) {
     std::shuffle(perm.begin(), perm.end(), gen);
     std::vector<int32_t> bt(static_cast<size_t>(B * max_pages));
     for (size_t i = 0; i < bt.size(); ++i) bt[i] = perm[i];
-    table = make_i32(dev, bt, {B, max_pages});
+    // The table the call gets: entries past a sequence's last page (after
+    // the append) are -1, as a serving engine leaves them; no kernel may
+    // read them.
+    std::vector<int32_t> bt_call = bt;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t used = (c.cache_lens[size_t(b)] + c.s_new + c.page_size - 1) / c.page_size;
+      for (int64_t i = used; i < max_pages; ++i) bt_call[size_t(b * max_pages + i)] = -1;
+    }
+    table = make_i32(dev, bt_call, {B, max_pages});
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < capacity; ++t)
         where[b].push_back(bt[b * max_pages + t / c.page_size] * c.page_size + t % c.page_size);

@@ -83,7 +83,8 @@ __device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
 
 // Varlen: the rows of the first (highest) key tile past the sequence's end
 // were loaded from the next sequence (the TMA map spans the packed rows);
-// KV cache: they are the cache's stale rows past the sequence's keys.
+// KV cache: they are the cache's stale rows past the sequence's keys (paged:
+// rows of its last page, mainloop.cuh KeyPages).
 // Their P is 0, but 0 * NaN is NaN: a non-finite value there would reach
 // this sequence's output through P V. So the consumers zero those rows of V
 // (each thread a share, every warpgroup before any of them multiplies by it)
@@ -340,7 +341,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
         Sched::publish(sm, it, t);
         int r0, r1;
         tile_rows(tile, r0, r1);
-        Mainloop<T>::load(a, sm, tile, tile_keys(tile, tile_mask(tile), r0, r1), it++, pipe);
+        Mainloop<T>::template load<kVarlen>(a, sm, tile, tile_keys(tile, tile_mask(tile), r0, r1), it++, pipe);
       }
       Sched::publish(sm, it, Sched::kNoTile);
     }

@@ -105,6 +105,13 @@ struct KernelArgs {
   const int* leftpad_k;
   const int* kv_batch_idx;
   int seqlens_k_add;
+  // Paged KV cache (nullptr otherwise; no leftpad or batch indices then):
+  // key t of sequence b is row t % page_size of page block_table[b *
+  // bt_stride + t / page_size]; the K/V maps are [pages, page_size,
+  // heads_kv, d] with boxes of page_rows rows, a divisor of both page_size
+  // and kBlockN, so that each box lies in one page (mainloop.cuh KeyPages).
+  const int* block_table;
+  int bt_stride, page_size, page_rows;
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;

@@ -60,6 +60,49 @@ struct PipeState {
   }
 };
 
+// Paged KV cache: the pages of one key tile's boxes of a.page_rows rows (a
+// divisor of both the page and the tile, 16 at least: whole 1024-byte swizzle
+// periods), read from the block table in one batch before the producer waits
+// for K's ring slot and kept for V's loads. (Read box by box, each read
+// waited for the previous box's TMA issue, whose asm orders memory: 16
+// dependent L2 round trips per key tile, 3x the contiguous cache's time at
+// 16-row pages.) Boxes past the sequence's keys read rows of its last page
+// again: their scores are masked and their V rows zeroed (kernel.cuh
+// zero_v_past_end), and no table entry past the sequence's pages is read.
+// The pages spill from the producer's 24 registers into local memory (L1);
+// the consumers' code is unchanged (SASS, bench/NOTES.md).
+template <class T>
+struct KeyPages {
+  static constexpr int kMaxBoxes = T::kBlockN / 16;
+  int page[kMaxBoxes];
+  int key0;
+
+  __device__ __forceinline__ void read(const KernelArgs& a, const WorkTile& tile, int n) {
+    const int* bt = a.block_table + static_cast<int64_t>(tile.batch) * a.bt_stride;
+    key0 = n * T::kBlockN;
+    const int last = tile.seqlen_k - 1;
+#pragma unroll
+    for (int j = 0; j < kMaxBoxes; ++j) {
+      const int r = j * a.page_rows;
+      page[j] = r < T::kBlockN ? __ldg(bt + min(key0 + r, last) / a.page_size) : 0;
+    }
+  }
+  // K's or V's tile: each box's 128-byte atom columns at its rows of the tile.
+  __device__ __forceinline__ void issue(const KernelArgs& a, const CUtensorMap* map, uint32_t dst,
+                                        uint32_t bar, int kv_head) const {
+#pragma unroll
+    for (int j = 0; j < kMaxBoxes; ++j) {
+      const int r = j * a.page_rows;
+      if (r >= T::kBlockN) break;
+#pragma unroll
+      for (int at = 0; at < T::kAtoms; ++at) {
+        tma_load_4d(dst + at * T::kBlockN * 128 + r * 128, map, bar, at * T::kAtomElems,
+                    (key0 + r) % a.page_size, kv_head, page[j]);
+      }
+    }
+  }
+};
+
 template <class T>
 struct Mainloop {
   static constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
@@ -89,13 +132,25 @@ struct Mainloop {
   // this CTA's work-tile count so far: Q's buffer is reused once per tile.
   // Order: K_0, Q, V_0, K_1, V_1, ... — K_0's ring slot frees up before Q's
   // buffer does, so it goes first and the first S = Q K^T only waits for Q.
+  // kVarlen: the per-sequence kernels, which also take paged KV caches
+  // (a.block_table; 16-bit only).
+  template <bool kVarlen>
   __device__ static void load(const KernelArgs& a, const SmemMap<T>& sm, const WorkTile& tile,
                               const KeyTileRange& range, uint32_t tile_iter,
                               PipeState<kStages>& pipe) {
     const int kv_head = tile.head / a.group;
+    constexpr bool kCanPage = kVarlen && !T::kFp8;
+    const bool paged = kCanPage && a.block_table != nullptr;
+    KeyPages<T> pages;  // paged: tile n's, from load_k(n) to load_v(n)
     auto load_k = [&](int n) {
+      if constexpr (kCanPage) {
+        if (paged) pages.read(a, tile, n);
+      }
       mbar_wait(sm.k_empty(pipe.stage), pipe.phase ^ 1);
       mbar_arrive_expect_tx(sm.k_full(pipe.stage), T::kKVBytes);
+      if constexpr (kCanPage) {
+        if (paged) return pages.issue(a, &a.tm_k, sm.k(pipe.stage), sm.k_full(pipe.stage), kv_head);
+      }
 #pragma unroll
       for (int at = 0; at < kAtoms; ++at) {
         tma_load_4d(sm.k(pipe.stage) + at * kBlockN * 128, &a.tm_k, sm.k_full(pipe.stage),
@@ -105,6 +160,9 @@ struct Mainloop {
     auto load_v = [&](int n) {
       mbar_wait(sm.v_empty(pipe.stage), pipe.phase ^ 1);
       mbar_arrive_expect_tx(sm.v_full(pipe.stage), T::kKVBytes);
+      if constexpr (kCanPage) {
+        if (paged) return pages.issue(a, &a.tm_v, sm.v(pipe.stage), sm.v_full(pipe.stage), kv_head);
+      }
       if constexpr (T::kFp8) {
         // V^T [batch, heads_kv, head_dim, keys]: boxes of 128 head-dim rows
         // of the tile's 128 keys (one swizzle atom per row), like K's.

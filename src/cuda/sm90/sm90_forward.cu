@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <numeric>
 #include <string>
 
 #include "fp8_v_transpose.hpp"
@@ -210,11 +211,16 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
     return invalid("k: heads_q must be a multiple of heads_kv");
   }
   // Varlen batches run here (packed rows, the kernel reads cu_seqlens), and
-  // contiguous KV caches (the kernel reads cache_seqlens, leftpad and batch
-  // indices); paged caches run on the sm80 kernels.
-  if (p.block_table != nullptr) return unsupported("paged K/V is not implemented");
+  // KV caches (the kernel reads cache_seqlens, leftpad and batch indices, or
+  // a paged cache's block table).
   const bool kvcache = p.seqlens_k != nullptr;
   if (kvcache && (fp8 || p.seqlens_k_add > INT32_MAX)) return unsupported("KV cache: fp8 or 2^31 new tokens");
+  const bool paged = p.block_table != nullptr;
+  if (paged && (!kvcache || p.kv_entries <= 0 || p.page_size <= 0 || p.page_size % 16 != 0 ||
+                p.kv_batch_idx != nullptr || p.leftpad_k != nullptr || p.block_table_stride > INT32_MAX)) {
+    return unsupported("paged K/V: a KV-cache call with pages of a multiple of 16 rows, no leftpad or batch "
+                       "indices");
+  }
   if (fp8 && p.num_splits > 1) return unsupported("float8_e4m3 with split-KV");
   const bool varlen = p.varlen();
   if (varlen && (p.cu_seqlens_k == nullptr || p.total_q > INT32_MAX || p.total_k > INT32_MAX)) {
@@ -225,10 +231,12 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
 
   const int64_t esize = tma_elem_bytes(p.dtype);
   // Varlen maps: [1, total rows, heads, head_dim] over the packed tensors;
-  // a KV cache's K/V maps span its entries ([entries, capacity, heads_kv, d]).
+  // a KV cache's K/V maps span its entries ([entries, capacity, heads_kv, d])
+  // or its pages ([pages, page_size, heads_kv, d]).
   const int64_t map_batch = varlen ? 1 : p.batch;
   const int64_t kv_map_batch = kvcache && p.kv_entries > 0 ? p.kv_entries : map_batch;
-  const int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;
+  const int64_t rows_q = varlen ? p.total_q : p.seqlen_q;
+  const int64_t rows_k = varlen ? p.total_k : paged ? p.page_size : p.seqlen_k;
   const TmaOperand q{"q", p.q, rows_q, p.heads_q, p.q_str};
   const TmaOperand o{"out", p.out, rows_q, p.heads_q, p.o_str};
   // With no keys there is nothing to load; the K/V maps then describe Q (never used).
@@ -245,10 +253,14 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   const int block_m = shape.block_m, block_n = shape.block_n;
   const int64_t kv_b = no_keys ? map_batch : kv_map_batch;
+  // A paged cache's K/V boxes: the largest row count dividing both the page
+  // and the key tile (16 at least), so that each box lies in one page
+  // (mainloop.cuh KeyPages); otherwise one box per key tile.
+  const int kv_box_rows = paged && !no_keys ? static_cast<int>(std::gcd<int64_t>(p.page_size, block_n)) : block_n;
   std::string why = encode_tma_maps({{&args->tm_q, q, block_m}}, map_batch, p.head_dim, p.dtype);
-  if (why.empty()) why = encode_tma_maps({{&args->tm_k, k, block_n}}, kv_b, p.head_dim, p.dtype);
+  if (why.empty()) why = encode_tma_maps({{&args->tm_k, k, kv_box_rows}}, kv_b, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.dim_v(), out_dtype_for(p.dtype));
-  if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, block_n}}, kv_b, p.dim_v(), p.dtype);
+  if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, kv_box_rows}}, kv_b, p.dim_v(), p.dtype);
   if (why.empty() && fp8 && vt != nullptr) {
     // V^T [batch, heads_kv, head_dim, keys]: rows of keys, boxes of
     // kFp8VtBoxRows rows x 128 keys (fp8_v_transpose.hpp).
@@ -273,6 +285,10 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->leftpad_k = kvcache ? p.leftpad_k : nullptr;
   args->kv_batch_idx = kvcache ? p.kv_batch_idx : nullptr;
   args->seqlens_k_add = kvcache ? static_cast<int>(p.seqlens_k_add) : 0;
+  args->block_table = paged && !no_keys ? p.block_table : nullptr;
+  args->bt_stride = paged ? static_cast<int>(p.block_table_stride) : 0;
+  args->page_size = paged ? static_cast<int>(p.page_size) : 0;
+  args->page_rows = kv_box_rows;
   args->out = p.out;
   args->o_stride_batch = p.o_str.batch;
   args->o_stride_seq = p.o_str.seq;
