@@ -5,8 +5,8 @@
 // counts from 1 to the most allowed (each merged result must pass the rule on
 // its own); flash-attn's rotary embedding, cache_leftpad and cache_batch_idx;
 // NaN in the cache rows a sequence does not see; query chunks long enough for
-// the Hopper forward, with softcap and a window too, contiguous or paged.
-// Also the C ABI.
+// the Hopper forward, with softcap and a window too, contiguous or paged,
+// GQA packed into its tiles. Also the C ABI.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -167,6 +167,22 @@ std::vector<KvCase> kv_cases() {
   v.push_back(softcap(kv(DType::F16, 96, 4, 1, 128, {400}, 2, 512, 48, true), 30.0f));
   v.push_back(window(kv(DType::BF16, 150, 4, 2, 64, {700}, 0, 768, 16, true), 100));
   v.push_back(kv(DType::F16, 64, 2, 2, 128, {0, 5}, 0, 64, 16, true, 3));
+  // GQA packed into the Hopper tiles (chunks of at most 64 rows, groups of
+  // 2-16; sm90_forward.cu pack_log2_for): 128-row tiles of 8 positions x 16
+  // heads to 64 x 2, head dims 64 / 128 / 192 / 256, causal rows (the first,
+  // partial tile), split-KV asked for and by the heuristic, paged, the
+  // optional inputs, softcap and a window.
+  v.push_back(kv(DType::BF16, 16, 8, 1, 128, {1000, 5, 0}, 16, 1100, 0, true));
+  v.push_back(nan_rest(kv(DType::F16, 32, 16, 4, 128, {700, 33}, 0, 768, 16, true)));
+  v.push_back(kv(DType::BF16, 8, 16, 1, 64, {300, 1}, 2, 320, 0, true));
+  v.push_back(kv(DType::F16, 48, 4, 2, 256, {300, 129}, 3, 320, 0, true));
+  v.push_back(nan_rest(kv(DType::BF16, 16, 8, 1, 192, {250}, 0, 256, 0, false)));
+  v.push_back(kv(DType::BF16, 32, 8, 2, 128, {5000}, 0, 5120, 0, false, 5));
+  v.push_back(kv(DType::F16, 24, 32, 8, 128, {9000}, 0, 9216, 0, true));
+  v.push_back(softcap(kv(DType::F16, 32, 8, 2, 128, {400}, 2, 512, 48, true), 30.0f));
+  v.push_back(window(kv(DType::BF16, 40, 8, 2, 64, {700}, 0, 768, 0, true), 100));
+  v.push_back(rope(kv(DType::BF16, 20, 16, 2, 128, {100, 0}, 3, 300, 0, true), 128, false));
+  v.push_back(by_idx(leftpad(kv(DType::F16, 30, 8, 2, 128, {300, 40, 5}, 2, 320, 0, true), {12, 40, 0}), 2));
   return v;
 }
 

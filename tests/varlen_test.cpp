@@ -71,6 +71,11 @@ std::vector<VarlenCase> varlen_cases() {
     v.back().head_dim_v = 128;
     v.back().deterministic = true;
   }
+  // GQA packed into the Hopper forward's tiles (longest query sequence at
+  // most 64 rows; the cases above with groups of 2, 4 and 8 too): 16 heads
+  // on one KV head, causal, a zero-length sequence.
+  add(DType::BF16, {64, 17, 0}, {500, 17, 3}, 16, 1, 128, true);
+  add(DType::F16, {33, 64}, {33, 2000}, 8, 2, 64, false);
   VarlenCase w;
   w.dtype = DType::F16;
   w.lens_q = {40, 129};

@@ -327,10 +327,10 @@ Status with_padded_head_dims(const Params& p, Run run) {
 
 #ifdef FLASHATTN_WITH_SM90
 // A KV-cache call (chunked prefill, speculative decoding) runs on the Hopper
-// forward unless the sm80 plan packs a GQA group's query rows into one tile
-// (fwd_plan.hpp: seqlen_q x group <= 128 rows with a group) or runs 16-row
-// decode tiles: there one K/V load serves the whole group, where the Hopper
-// tiles hold one head's rows. Measured with 32 / 8 heads (bench/NOTES.md,
+// forward unless the sm80 plan runs 16-row decode tiles (seqlen_q x group <=
+// 64), or packs a GQA group's query rows into one tile (fwd_plan.hpp:
+// seqlen_q x group <= 128 rows with a group) where the Hopper forward would
+// not (sm90::packs_gqa): one K/V load then serves the whole group. Measured with 32 / 8 heads (bench/NOTES.md,
 // "KV cache on the Hopper forward"): chunks of 16 and 32 (packed) were
 // faster on the sm80 path at 3 of 4 shapes each, chunks of 48 (not packed)
 // 2.1-2.8x faster on the Hopper forward. FLASHATTN_SM90_KVCACHE_MIN_Q=n
@@ -345,7 +345,7 @@ bool kvcache_fills_sm90_tiles(const FwdParams& p) {
   if (forced_min_q > 0) return p.seqlen_q >= forced_min_q;
   const sm80::FwdPlan f =
       sm80::fwd_plan(p, sm80::sm_count(p.device_index), sm80::FwdCfg<128>::BM, sm80::FwdCfg<128>::BN);
-  return f.pack == 1 && !f.decode;
+  return !f.decode && (f.pack == 1 || sm90::packs_gqa(p));
 }
 
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap

@@ -21,6 +21,21 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
+// The query position and head of a thread's two rows (tile rows t, t + 8):
+// position tile.row0 + t of tile.head, or with GQA packing (KernelArgs::
+// pack_log2) position tile.row0 + (t >> pack_log2) of head tile.head +
+// (t & (group - 1)).
+struct RowPlace {
+  int pos[2], head[2];
+  __device__ __forceinline__ RowPlace(const WorkTile& tile, int t, int pack) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      pos[r] = tile.row0 + ((t + 8 * r) >> pack);
+      head[r] = tile.head + ((t + 8 * r) & ((1 << pack) - 1));
+    }
+  }
+};
+
 template <class T>
 struct Epilogue {
   static constexpr int kHeadDim = T::kHeadDim, kBlockM = T::kBlockM;
@@ -32,8 +47,10 @@ struct Epilogue {
                                const float (&inv)[2], const float (&lse)[2]) {
     const int warp = tid / 32, lane = tid % 32;
     const int row0 = wg * 64 + warp * 16 + lane / 4;  // row within the CTA tile; row1 = row0 + 8
+    const int pack = kVarlen ? a.pack_log2 : 0;
+    const RowPlace rp(tile, row0, pack);
     if (kVarlen && a.o_accum != nullptr) {  // split-KV: a partial result for the combine kernel
-      store_partial(a, tile, row0, lane, o, inv, lse);
+      store_partial(a, rp, tile, lane, o, inv, lse);
       if constexpr (!T::kEarlyQRelease) {
         named_barrier_sync(T::kBarEpilogue + wg, 128);
         if (tid == 0) mbar_arrive(sm.q_empty());
@@ -41,8 +58,8 @@ struct Epilogue {
       return;
     }
     if constexpr (T::kDirectO) {
-      store_direct(a, tile, row0, lane, o, inv);
-      store_lse(a, tile, row0, lane, lse);
+      store_direct(a, rp, tile, lane, o, inv);
+      store_lse(a, rp, tile, lane, lse);
       return;
     }
     // First row of this warpgroup in the sequence.
@@ -53,10 +70,11 @@ struct Epilogue {
     // it; the last, partial one stores from registers, bounded by the
     // sequence (4 bytes per lane and store, where TMA writes whole lines
     // asynchronously). The same for rows before the sequence's start (a
-    // first partial tile, tile_scheduler.cuh), padded batches included.
-    if ((kVarlen && grow + 64 > tile.seqlen_q) || grow < 0) {
-      store_direct(a, tile, row0, lane, o, inv);
-      store_lse(a, tile, row0, lane, lse);
+    // first partial tile, tile_scheduler.cuh), padded batches included. And
+    // GQA-packed rows, which O's map does not lay out.
+    if ((kVarlen && (grow + 64 > tile.seqlen_q || pack > 0)) || grow < 0) {
+      store_direct(a, rp, tile, lane, o, inv);
+      store_lse(a, rp, tile, lane, lse);
       if constexpr (!T::kEarlyQRelease) {
         // Q's buffer goes back once every warp's wgmmas have read it (a
         // warp's own wait covers only its part).
@@ -102,33 +120,33 @@ struct Epilogue {
         mbar_arrive(sm.q_empty());
       }
     }
-    store_lse(a, tile, row0, lane, lse);
+    store_lse(a, rp, tile, lane, lse);
   }
 
-  __device__ static void store_lse(const KernelArgs& a, const WorkTile& tile, int row0, int lane,
+  __device__ static void store_lse(const KernelArgs& a, const RowPlace& rp, const WorkTile& tile, int lane,
                                    const float (&lse)[2]) {
     if (a.lse != nullptr && (lane & 3) == 0) {
-      float* lrow = a.lse + tile.batch * a.lse_batch_stride + tile.head * a.lse_head_stride + tile.q_off;
-      const int r0 = tile.row0 + row0;
-      if (r0 >= 0 && r0 < tile.seqlen_q) lrow[r0] = lse[0];
-      if (r0 + 8 >= 0 && r0 + 8 < tile.seqlen_q) lrow[r0 + 8] = lse[1];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int g = rp.pos[r];
+        if (g < 0 || g >= tile.seqlen_q) continue;
+        a.lse[tile.batch * a.lse_batch_stride + rp.head[r] * a.lse_head_stride + tile.q_off + g] = lse[r];
+      }
     }
   }
 
   // Registers -> global, 4 bytes (2 elements) per store; rows outside the
   // sequence skipped (varlen: o_stride_batch is 0, rows are packed).
-  __device__ static void store_direct(const KernelArgs& a, const WorkTile& tile, int row0,
+  __device__ static void store_direct(const KernelArgs& a, const RowPlace& rp, const WorkTile& tile,
                                       int lane, const float (&o)[kHeadDim / 2],
                                       const float (&inv)[2]) {
     using E = ElementTraits<typename T::OutElement>;
-    const int g0 = tile.row0 + row0;
-    auto* base = static_cast<uint16_t*>(a.out) + tile.batch * a.o_stride_batch +
-                 tile.head * a.o_stride_head + 2 * (lane & 3);
+    auto* base = static_cast<uint16_t*>(a.out) + tile.batch * a.o_stride_batch + 2 * (lane & 3);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int g = g0 + 8 * r;
+      const int g = rp.pos[r];
       if (g < 0 || g >= tile.seqlen_q) continue;
-      uint16_t* row = base + static_cast<int64_t>(tile.q_off + g) * a.o_stride_seq;
+      uint16_t* row = base + rp.head[r] * a.o_stride_head + static_cast<int64_t>(tile.q_off + g) * a.o_stride_seq;
 #pragma unroll
       for (int j = 0; j < kHeadDim / 8; ++j) {
         // A head_dim below the tile's (a multiple of 8) ends between 8-column blocks.
@@ -141,15 +159,16 @@ struct Epilogue {
 
   // Split-KV: this piece's normalised O and LSE in fp32 (KernelArgs::o_accum,
   // lse_accum), 8 bytes per store; rows outside the sequence skipped.
-  __device__ static void store_partial(const KernelArgs& a, const WorkTile& tile, int row0, int lane,
+  __device__ static void store_partial(const KernelArgs& a, const RowPlace& rp, const WorkTile& tile, int lane,
                                        const float (&o)[kHeadDim / 2], const float (&inv)[2],
                                        const float (&lse)[2]) {
     const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
-    const int64_t first = tile.split * rows + (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) * a.seqlen_q;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int g = tile.row0 + row0 + 8 * r;
+      const int g = rp.pos[r];
       if (g < 0 || g >= tile.seqlen_q) continue;
+      const int64_t first =
+          tile.split * rows + (static_cast<int64_t>(tile.batch) * a.heads_q + rp.head[r]) * a.seqlen_q;
       if ((lane & 3) == 0) a.lse_accum[first + g] = lse[r];
       float* row = a.o_accum + (first + g) * a.head_dim + 2 * (lane & 3);
 #pragma unroll

@@ -134,11 +134,16 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   softmax.init();
   const CallScales sc = call_scales<T, kMod != 0>(a);
 
-  // This thread's two query rows and their visible key ranges.
-  const int row0 = r0 + wg * 64 + (tid / 32) * 16 + lane / 4;
+  // This thread's two query rows (tile rows t and t + 8: positions r0 + t
+  // and r0 + t + 8, or with GQA packing r0 + (t >> pack_log2), ...) and
+  // their visible key ranges.
+  const int trow = wg * 64 + (tid / 32) * 16 + lane / 4;
+  const int pack = kVarlen ? a.pack_log2 : 0;
+  const int row0 = r0 + (trow >> pack), row1 = r0 + ((trow + 8) >> pack);
   const int lo0 = mask.lo(row0), hi0 = mask.hi(row0);
-  const int lo1 = mask.lo(row0 + 8), hi1 = mask.hi(row0 + 8);
-  // ALiBi: this tile's head's slope (0 without ALiBi), in natural units.
+  const int lo1 = mask.lo(row1), hi1 = mask.hi(row1);
+  // ALiBi: this tile's head's slope (0 without ALiBi), in natural units;
+  // never with GQA packing (a slope per row), which the host rules out.
   [[maybe_unused]] float neg_slope = 0.f;
   if constexpr ((kMod & kModAlibi) != 0) neg_slope = -a.alibi[tile.batch * a.alibi_batch_stride + tile.head];
   // The score modifications of one tile (score_mod.cuh), then the mask.
@@ -314,7 +319,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   // consumers (tile_scheduler.cuh); rows and mask are the tile's sequence's.
   auto tile_rows = [&](const WorkTile& tile, int& r0, int& r1) {
     r0 = tile.row0;
-    r1 = min(r0 + T::kBlockM, tile.seqlen_q);
+    r1 = min(r0 + tile.rows, tile.seqlen_q);
   };
   auto tile_mask = [&](const WorkTile& tile) {
     return BlockMask{tile.seqlen_k - tile.seqlen_q, a.window_left, a.window_right, tile.seqlen_k};
@@ -337,7 +342,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
       uint32_t it = 0;
       for (int t = Sched::first(); t < a.num_tiles; t = Sched::next(a, t)) {
         const WorkTile tile = Sched::template decode<kVarlen, T::kBlockM>(a, t);
-        if (!tile.active(T::kBlockM)) continue;
+        if (!tile.active()) continue;
         Sched::publish(sm, it, t);
         int r0, r1;
         tile_rows(tile, r0, r1);

@@ -133,7 +133,7 @@ struct Mainloop {
   // Order: K_0, Q, V_0, K_1, V_1, ... — K_0's ring slot frees up before Q's
   // buffer does, so it goes first and the first S = Q K^T only waits for Q.
   // kVarlen: the per-sequence kernels, which also take paged KV caches
-  // (a.block_table; 16-bit only).
+  // (a.block_table) and pack GQA groups (a.pack_log2); 16-bit only.
   template <bool kVarlen>
   __device__ static void load(const KernelArgs& a, const SmemMap<T>& sm, const WorkTile& tile,
                               const KeyTileRange& range, uint32_t tile_iter,
@@ -183,10 +183,18 @@ struct Mainloop {
     if (any) load_k(range.n_end - 1);
     mbar_wait(sm.q_empty(), (tile_iter & 1) ^ 1);
     mbar_arrive_expect_tx(sm.q_full(), T::kQBytes);
+    if (kCanPage && a.pack_log2 > 0) {  // GQA packing: the group's heads, interleaved
 #pragma unroll
-    for (int at = 0; at < kAtoms; ++at) {
-      tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * T::kAtomElems,
-                  tile.q_off + tile.row0, tile.head, tile.map_batch);
+      for (int at = 0; at < kAtoms; ++at) {
+        tma_load_5d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * T::kAtomElems, 0,
+                    tile.q_off + tile.row0, kv_head, tile.map_batch);
+      }
+    } else {
+#pragma unroll
+      for (int at = 0; at < kAtoms; ++at) {
+        tma_load_4d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * T::kAtomElems,
+                    tile.q_off + tile.row0, tile.head, tile.map_batch);
+      }
     }
     if (!any) return;
     load_v(range.n_end - 1);

@@ -145,10 +145,35 @@ size_t counter_offset(const FwdParams& p) {
   return (vt + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
+// GQA packing (kernel_args.hpp pack_log2): the per-sequence kernels hold a
+// group's query heads in one tile when a head's rows would fill at most
+// half of it (a chunk of a chunked prefill, speculative decoding, short
+// varlen sequences), so that one K/V load serves the group; groups of 2-16
+// (a power of two: 128-row tiles of whole groups), no ALiBi (a slope per
+// row), 16-bit inputs. FLASHATTN_SM90_PACK_GQA=0 turns it off (read once
+// per process; for A/B runs).
+int pack_log2_for(const FwdParams& p, int block_m) {
+  static const bool off = [] {
+    const char* e = std::getenv("FLASHATTN_SM90_PACK_GQA");
+    return e != nullptr && std::string(e) == "0";
+  }();
+  const int64_t g = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;
+  const bool per_sequence = p.varlen() || p.seqlens_k != nullptr;
+  if (off || !per_sequence || g < 2 || g > 16 || (g & (g - 1)) != 0 || p.alibi_slopes != nullptr ||
+      p.dtype == DType::F8E4M3 || block_m != 128 || 2 * p.seqlen_q > block_m) {
+    return 0;
+  }
+  int l = 0;
+  while ((int64_t(1) << l) < g) ++l;
+  return l;
+}
+
 // The tile of a call: its head dim, query rows and key rows.
 struct TileShape {
   int tile_d, block_m, block_n;
-  int64_t num_m;  // query tiles per (batch, head)
+  int pack_log2;     // GQA packing (0: off)
+  int64_t num_m;     // query tiles per (batch, tile head)
+  int64_t heads;     // tile heads: heads_q, or heads_kv when packed
 };
 TileShape tile_shape(const FwdParams& p) {
   TileShape t{};
@@ -160,14 +185,17 @@ TileShape tile_shape(const FwdParams& p) {
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
   t.block_n = p.dtype == DType::F8E4M3 ? kFp8BlockN : block_n_for(t.tile_d);
-  t.num_m = (sq + t.block_m - 1) / t.block_m;
+  t.pack_log2 = pack_log2_for(p, t.block_m);
+  const int64_t rows = t.block_m >> t.pack_log2;  // query positions per tile
+  t.num_m = (sq + rows - 1) / rows;
+  t.heads = p.heads_q >> t.pack_log2;
   return t;
 }
 // The split count of a call (split_kv.hpp; prepare's, and workspace sizing
 // asks it without encoding the tensor maps). fp8 does not split.
 int splits_of(const FwdParams& p, const TileShape& t, int sms) {
   if (p.dtype == DType::F8E4M3) return 1;
-  return split_count(t.num_m * p.heads_q * p.batch, (p.seqlen_k + t.block_n - 1) / t.block_n, sms, p.num_splits);
+  return split_count(t.num_m * t.heads * p.batch, (p.seqlen_k + t.block_n - 1) / t.block_n, sms, p.num_splits);
 }
 static_assert(kMaxSplitPieces == sm80::kMaxSplits, "the KV-cache API clamps num_splits alike on both paths");
 
@@ -257,7 +285,9 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   // and the key tile (16 at least), so that each box lies in one page
   // (mainloop.cuh KeyPages); otherwise one box per key tile.
   const int kv_box_rows = paged && !no_keys ? static_cast<int>(std::gcd<int64_t>(p.page_size, block_n)) : block_n;
-  std::string why = encode_tma_maps({{&args->tm_q, q, block_m}}, map_batch, p.head_dim, p.dtype);
+  std::string why = shape.pack_log2 > 0 ? encode_tma_gqa_packed(&args->tm_q, q, map_batch, p.head_dim, p.dtype,
+                                                                  1 << shape.pack_log2, block_m)
+                                         : encode_tma_maps({{&args->tm_q, q, block_m}}, map_batch, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_k, k, kv_box_rows}}, kv_b, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.dim_v(), out_dtype_for(p.dtype));
   if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, kv_box_rows}}, kv_b, p.dim_v(), p.dtype);
@@ -302,7 +332,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->window_left = clamp_window(p.window_left, sq, sk);
   args->window_right = clamp_window(p.window_right, sq, sk);
   const int64_t num_m = shape.num_m;
-  const int64_t num_tiles = num_m * p.heads_q * p.batch;
+  const int64_t num_tiles = num_m * shape.heads * p.batch;
+  args->pack_log2 = shape.pack_log2;
   if (num_tiles > INT32_MAX) return unsupported("more than 2^31 query tiles");
   const int sms = sm_count(p.device_index);
   if (sms <= 0) return unsupported("cannot query the multiprocessor count");
@@ -367,6 +398,14 @@ class DeviceGuard {
 };
 
 }  // namespace
+
+bool packs_gqa(const FwdParams& p) noexcept {
+  try {
+    return tile_shape(p).pack_log2 > 0;
+  } catch (...) {
+    return false;
+  }
+}
 
 Status can_implement(const FwdParams& p) noexcept {
   try {

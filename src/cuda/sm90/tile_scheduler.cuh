@@ -43,15 +43,19 @@ namespace flashattn::detail::cuda::sm90 {
 // the tile's whole key range). Rows below 0 are loaded as TMA's zero fill
 // (padded) or the previous sequence's rows (varlen), fully masked or never
 // stored.
+//
+// GQA packing (KernelArgs::pack_log2): head is the group's first query head,
+// and the tile covers `rows` = kBlockM >> pack_log2 query positions from row0.
 struct WorkTile {
   int m_block, head, batch, row0;
   int split;  // split-KV piece (KernelArgs::num_splits; 0 without)
   int q_off, k_off, map_batch, kv_map_batch;
   int seqlen_q, seqlen_k;
+  int rows;  // query positions per tile: kBlockM, or fewer with GQA packing
   // Varlen: query tiles past the sequence's end have no work (both roles
   // skip them, and count only the others for their barrier phases). Tile m
-  // has rows iff m < ceil(seqlen_q / block_m), wherever the partial tile is.
-  __device__ bool active(int block_m) const { return m_block * block_m < seqlen_q; }
+  // has rows iff m < ceil(seqlen_q / rows), wherever the partial tile is.
+  __device__ bool active() const { return m_block * rows < seqlen_q; }
 };
 
 struct PersistentTileScheduler {
@@ -112,7 +116,11 @@ struct PersistentTileScheduler {
     int m = t % a.num_m_blocks;
     const int hb = t / a.num_m_blocks;
     if (a.longest_first) m = a.num_m_blocks - 1 - m;
-    WorkTile w{m, hb % a.heads_q, hb / a.heads_q, m * kBlockM, split, 0, 0, 0, 0, a.seqlen_q, a.seqlen_k};
+    // GQA packing: the tiles walk the KV heads, each taking its group.
+    const int pack = kVarlen ? a.pack_log2 : 0;
+    const int heads = a.heads_q >> pack, rows = kBlockM >> pack;
+    WorkTile w{m,         (hb % heads) << pack, hb / heads, m * rows, split, 0, 0, 0, 0, a.seqlen_q,
+               a.seqlen_k, rows};
     if (kVarlen && a.cu_seqlens_q != nullptr) {
       w.q_off = a.cu_seqlens_q[w.batch];
       w.seqlen_q = a.cu_seqlens_q[w.batch + 1] - w.q_off;
@@ -126,7 +134,7 @@ struct PersistentTileScheduler {
         w.seqlen_k = a.seqused_k[w.batch] + a.seqlens_k_add - w.k_off;
       }
     }
-    if (a.first_tile_partial) w.row0 -= (kBlockM - w.seqlen_q % kBlockM) % kBlockM;
+    if (a.first_tile_partial) w.row0 -= (rows - w.seqlen_q % rows) % rows;
     return w;
   }
 };

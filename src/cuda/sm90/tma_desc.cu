@@ -79,11 +79,36 @@ std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t es
   return {};
 }
 
-std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
-                          DType dtype, int box_rows) {
+namespace {
+// One map of `rank` dimensions: dims[0] is head_dim (contiguous), strides[i]
+// the byte stride of dims[i + 1]; 128-byte swizzle.
+std::string encode_tiled(CUtensorMap* map, const TmaOperand& t, DType dtype, int rank, const cuuint64_t* dims,
+                         const cuuint64_t* strides, const cuuint32_t* box) {
   EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
   if (!bind_current_context()) return "no CUDA context could be made current for the TMA encode";
+  for (int i = 0; i + 1 < rank; ++i) {
+    if (strides[i] >= (cuuint64_t(1) << 40)) {
+      return std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)";
+    }
+  }
+  const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
+  const CUtensorMapDataType dt = dtype == DType::BF16     ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                 : dtype == DType::F8E4M3 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUresult r = fn(map, dt, static_cast<cuuint32_t>(rank), const_cast<void*>(t.ptr), dims, strides, box, estr,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return std::string(t.name) + ": cuTensorMapEncodeTiled rejected the layout (CUresult " +
+           std::to_string(static_cast<int>(r)) + "; e.g. a zero stride on a dimension of size > 1)";
+  }
+  return {};
+}
+}  // namespace
+
+std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
+                          DType dtype, int box_rows) {
   const int64_t esize = tma_elem_bytes(dtype);
   // A stride of a size-1 dimension is never applied; give TMA a valid one.
   auto stride_or = [&](int64_t size, int64_t s) {
@@ -93,25 +118,26 @@ std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, 
                               static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[3] = {stride_or(t.seqlen, t.str.seq), stride_or(t.heads, t.str.head),
                                  stride_or(batch, t.str.batch)};
-  for (cuuint64_t s : strides) {
-    if (s >= (cuuint64_t(1) << 40)) {
-      return std::string(t.name) + ": a stride reaches 2^40 bytes (TMA limit)";
-    }
-  }
   // One 128-byte swizzle atom of the row per box.
   const cuuint32_t box[4] = {static_cast<cuuint32_t>(128 / esize), static_cast<cuuint32_t>(box_rows), 1, 1};
-  const cuuint32_t estr[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType dt = dtype == DType::BF16     ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                 : dtype == DType::F8E4M3 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  CUresult r = fn(map, dt, 4, const_cast<void*>(t.ptr), dims, strides, box, estr,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    return std::string(t.name) + ": cuTensorMapEncodeTiled rejected the layout (CUresult " +
-           std::to_string(static_cast<int>(r)) + "; e.g. a zero stride on a dimension of size > 1)";
-  }
-  return {};
+  return encode_tiled(map, t, dtype, 4, dims, strides, box);
+}
+
+std::string encode_tma_gqa_packed(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
+                                  DType dtype, int group, int box_rows) {
+  const int64_t esize = tma_elem_bytes(dtype);
+  auto stride_or = [&](int64_t size, int64_t s) {
+    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
+  };
+  const int64_t kv_heads = t.heads / group;
+  const cuuint64_t dims[5] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(group),
+                              static_cast<cuuint64_t>(t.seqlen), static_cast<cuuint64_t>(kv_heads),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[4] = {stride_or(group, t.str.head), stride_or(t.seqlen, t.str.seq),
+                                 stride_or(kv_heads, t.str.head * group), stride_or(batch, t.str.batch)};
+  const cuuint32_t box[5] = {static_cast<cuuint32_t>(128 / esize), static_cast<cuuint32_t>(group),
+                             static_cast<cuuint32_t>(box_rows / group), 1, 1};
+  return encode_tiled(map, t, dtype, 5, dims, strides, box);
 }
 
 std::string encode_tma_maps(std::initializer_list<TmaMapRequest> maps, int64_t batch,
