@@ -10,7 +10,9 @@ the causal work: 4 * batch * heads * d * sum_i (context + i + 1).
 
 --page-size P (a multiple of 16; 0 = contiguous) stores flashattn's cache as
 P-row pages in a shuffled pool with a block table (vLLM's layout); SDPA reads
-the same keys from the contiguous copy.
+the same keys from the contiguous copy. --api func times the same problem
+through flash_attn_func on the cache's first context + chunk rows (a padded
+call: no cache_seqlens).
 
 Which flashattn path runs is set per process by the environment (read once):
 FLASHATTN_DISABLE_SM90=1 forces the sm80 kernels; FLASHATTN_SM90_KVCACHE_MIN_Q=1
@@ -56,6 +58,8 @@ def main():
     ap.add_argument("--contexts", default="4096,16384")
     ap.add_argument("--chunks", default="16,32,64,128,256,512,2048")
     ap.add_argument("--page-size", type=int, default=0, help="paged cache for flashattn (0: contiguous)")
+    ap.add_argument("--api", choices=("kvcache", "func"), default="kvcache",
+                    help="flashattn entry point: flash_attn_with_kvcache, or flash_attn_func on the keys")
     args = ap.parse_args()
     impls = args.impls.split(",")
     D = args.head_dim
@@ -67,7 +71,8 @@ def main():
     lines = [f"# device={dev} driver={drv} date={datetime.datetime.now(datetime.timezone.utc).isoformat()} "
              f"commit={os.environ.get('FLASHATTN_COMMIT', 'unknown')} torch={torch.__version__} "
              f"flashattn={flashattn.library_version()} env: {env or '(none)'}",
-             f"# flashattn cache: {f'paged, {args.page_size}-row pages, shuffled' if args.page_size else 'contiguous'}",
+             f"# flashattn cache: {f'paged, {args.page_size}-row pages, shuffled' if args.page_size else 'contiguous'}"
+             f", api {args.api}",
              "impl,batch,context,chunk,hq,hkv,d,ms,kernel_ms,tflops_kernel,kernels"]
     print("\n".join(lines), flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -84,7 +89,12 @@ def main():
                 lens = torch.full((batch,), keys, dtype=torch.int32, device="cuda")
                 work = 4.0 * batch * HQ * D * (chunk * ctx + chunk * (chunk + 1) / 2)
 
-                if page:
+                if args.api == "func":
+                    kk, vv = kc[:, :keys], vc[:, :keys]
+
+                    def fa():
+                        return flashattn.flash_attn_func(q, kk, vv, causal=True)
+                elif page:
                     # Page i of sequence b is pool page perm[b * max_pages + i].
                     max_pages = cap // page
                     perm = torch.randperm(batch * max_pages, device="cuda", generator=gen)

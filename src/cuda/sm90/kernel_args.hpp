@@ -115,7 +115,7 @@ struct KernelArgs {
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;
-  // GQA packing (per-sequence kernels; 0 = off): a work tile holds the
+  // GQA packing (per-sequence kernels, padded batches included; 0 = off): a work tile holds the
   // 2^pack_log2 query heads of one KV head (the group) for kBlockM >>
   // pack_log2 query positions, tile row r being position r >> pack_log2 of
   // head (r & (group - 1)), so that one K/V load serves the group. tm_q is

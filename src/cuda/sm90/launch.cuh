@@ -30,12 +30,13 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   // on 128 rows, 192, 256), and ALiBi alone also on head dim 64's 192 rows.
   auto* kernel = &fwd_kernel<T, false>;
   if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
-    // The per-sequence kernels take varlen batches, KV caches and split-KV
-    // (kernel_args.hpp), so that the padded kernel keeps none of their
+    // The per-sequence kernels take varlen batches, KV caches, split-KV and
+    // GQA packing (kernel_args.hpp), so that the padded kernel keeps none of their
     // per-tile code: with it the padded kernel grew by 10% (its main loop
     // unchanged) and one alternated A/B read it 3-9% slower at 1k tokens
     // (bench/NOTES.md, "KV cache on the Hopper forward").
-    const bool varlen = args.cu_seqlens_q != nullptr || args.seqused_k != nullptr || args.num_splits > 1;
+    const bool varlen = args.cu_seqlens_q != nullptr || args.seqused_k != nullptr || args.num_splits > 1 ||
+                        args.pack_log2 > 0;
     const int mod = score_mod_bits(args.softcap > 0.f, args.alibi != nullptr);
     if constexpr (T::kConsumerWGs == 2) {
       switch (mod) {

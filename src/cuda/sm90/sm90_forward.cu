@@ -148,18 +148,18 @@ size_t counter_offset(const FwdParams& p) {
 // GQA packing (kernel_args.hpp pack_log2): the per-sequence kernels hold a
 // group's query heads in one tile when a head's rows would fill at most
 // half of it (a chunk of a chunked prefill, speculative decoding, short
-// varlen sequences), so that one K/V load serves the group; groups of 2-16
-// (a power of two: 128-row tiles of whole groups), no ALiBi (a slope per
-// row), 16-bit inputs. FLASHATTN_SM90_PACK_GQA=0 turns it off (read once
-// per process; for A/B runs).
+// varlen sequences; padded batches then run the per-sequence kernel too), so
+// that one K/V load serves the group; groups of 2-16 (a power of two:
+// 128-row tiles of whole groups), no ALiBi (a slope per row), 16-bit inputs.
+// FLASHATTN_SM90_PACK_GQA=0 turns it off (read once per process; for A/B
+// runs).
 int pack_log2_for(const FwdParams& p, int block_m) {
   static const bool off = [] {
     const char* e = std::getenv("FLASHATTN_SM90_PACK_GQA");
     return e != nullptr && std::string(e) == "0";
   }();
   const int64_t g = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;
-  const bool per_sequence = p.varlen() || p.seqlens_k != nullptr;
-  if (off || !per_sequence || g < 2 || g > 16 || (g & (g - 1)) != 0 || p.alibi_slopes != nullptr ||
+  if (off || g < 2 || g > 16 || (g & (g - 1)) != 0 || p.alibi_slopes != nullptr ||
       p.dtype == DType::F8E4M3 || block_m != 128 || 2 * p.seqlen_q > block_m) {
     return 0;
   }
