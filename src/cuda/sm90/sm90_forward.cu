@@ -83,18 +83,33 @@ int forced_block_m(const char* name) {
 // dim 64 192 rows measured ~20% faster: bench/sm90/NOTES.md), and sequences
 // of at most 128 query rows at head dims 64 and 128 (a KV-cache chunk, a
 // short query: a 192-row tile would run a third warpgroup on empty rows;
-// bench/NOTES.md, "KV cache on the Hopper forward").
+// bench/NOTES.md, "KV cache on the Hopper forward"), and at head dim 128
+// lengths the 128-row tile pads much less (256, 640 rows).
 // FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 128
 // or 192 force one for A/B timing (bench/sm90/NOTES.md).
+// `tiles_per_row`: the (batch, head) pairs a query tile is repeated over;
+// `sms`: the device's multiprocessors (the head-dim-128 choice counts waves).
 int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
-                   bool alibi) {
+                   bool alibi, int64_t tiles_per_row, int sms) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
   if ((softcap && d <= 128) || (alibi && d == 128)) return 128;
   if (d == 128) {
     static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
     if (forced != 0) return forced;
-    return seqlen_q <= kNarrowBlockMHd128 ? kNarrowBlockMHd128 : block_m_for(d);
+    if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
+    // Lengths where 192-row tiles leave a large part of their last tile
+    // empty (193-256 rows: 384 on 192-row tiles, 256 on 128-row ones;
+    // 577-640) take the 128-row tile when that pads at least 15% fewer rows
+    // and its extra tiles do not add a wave: time ~ waves x rows per tile,
+    // 192 rows ~5% faster per row. Measured (bench/NOTES.md, "Paged caches
+    // and GQA packing on the Hopper forward"): 256 rows 1.18-1.32x; 640 rows
+    // 1.07-1.17x with many tiles, but 0.68-0.71x where 32 heads x 5 tiles
+    // took a second wave of 132 SMs that 32 x 4 did not.
+    const int64_t rows128 = (seqlen_q + 127) / 128 * 128, rows192 = (seqlen_q + 191) / 192 * 192;
+    if (rows128 * 20 >= rows192 * 17 || sms <= 0) return block_m_for(d);
+    auto waves = [&](int64_t rows, int64_t bm) { return (rows / bm * tiles_per_row + sms - 1) / sms; };
+    return waves(rows128, 128) * 128 * 21 < waves(rows192, 192) * 192 * 20 ? kNarrowBlockMHd128 : block_m_for(d);
   }
   if (d != 64) return block_m_for(d);
   static const int forced = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
@@ -180,7 +195,7 @@ TileShape tile_shape(const FwdParams& p) {
   t.tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
-                             p.alibi_slopes != nullptr);
+                             p.alibi_slopes != nullptr, p.heads_q * p.batch, sm_count(p.device_index));
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
