@@ -168,7 +168,7 @@ std::vector<KvCase> kv_cases() {
   v.push_back(window(kv(DType::BF16, 150, 4, 2, 64, {700}, 0, 768, 16, true), 100));
   v.push_back(kv(DType::F16, 64, 2, 2, 128, {0, 5}, 0, 64, 16, true, 3));
   // GQA packed into the Hopper tiles (chunks of at most 64 rows, groups of
-  // 2-16; sm90_forward.cu pack_log2_for): 128-row tiles of 8 positions x 16
+  // 2-16; sm90_forward.cu pack_heads_for): 128-row tiles of 8 positions x 16
   // heads to 64 x 2, head dims 64 / 128 / 192 / 256, causal rows (the first,
   // partial tile), split-KV asked for and by the heuristic, paged, the
   // optional inputs, softcap and a window.
@@ -183,6 +183,13 @@ std::vector<KvCase> kv_cases() {
   v.push_back(window(kv(DType::BF16, 40, 8, 2, 64, {700}, 0, 768, 0, true), 100));
   v.push_back(rope(kv(DType::BF16, 20, 16, 2, 128, {100, 0}, 3, 300, 0, true), 128, false));
   v.push_back(by_idx(leftpad(kv(DType::F16, 30, 8, 2, 128, {300, 40, 5}, 2, 320, 0, true), {12, 40, 0}), 2));
+  // Groups that do not divide 128 rows (7, 3, 5, 6, 12: the tile's last 2-8
+  // rows hold no query), paged, split-KV, head dims 64-256.
+  v.push_back(kv(DType::BF16, 16, 28, 4, 128, {1000, 33}, 1, 1100, 0, true));
+  v.push_back(nan_rest(kv(DType::F16, 40, 12, 4, 64, {500, 70}, 0, 640, 16, true)));
+  v.push_back(kv(DType::BF16, 24, 40, 8, 128, {3000}, 0, 3072, 0, false, 3));
+  v.push_back(kv(DType::F16, 20, 12, 2, 256, {300, 129}, 3, 320, 0, true));
+  v.push_back(nan_rest(kv(DType::BF16, 10, 12, 1, 192, {250, 7}, 0, 256, 0, true)));
   return v;
 }
 

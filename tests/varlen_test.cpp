@@ -76,6 +76,7 @@ std::vector<VarlenCase> varlen_cases() {
   // on one KV head, causal, a zero-length sequence.
   add(DType::BF16, {64, 17, 0}, {500, 17, 3}, 16, 1, 128, true);
   add(DType::F16, {33, 64}, {33, 2000}, 8, 2, 64, false);
+  add(DType::BF16, {30, 5, 0}, {400, 5, 9}, 14, 2, 128, true);  // a group of 7
   // Head dim 128 at a length the 128-row tile pads less than the 192-row one.
   add(DType::F16, {250, 7, 620}, {250, 700, 600}, 4, 1, 128, true);
   VarlenCase w;

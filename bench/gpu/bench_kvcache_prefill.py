@@ -5,7 +5,7 @@ problem, same process.
 
 Grid: batch 1 / 4, cached context 4k / 16k (the chunk's own keys are already
 in the cache: cache_seqlens = context + chunk), chunk 16 ... 2048 tokens,
-32 query heads over 8 KV heads, head dim 128 (--head-dim), bf16. TFLOP/s from
+32 query heads over 8 KV heads (--heads), head dim 128 (--head-dim), bf16. TFLOP/s from
 the causal work: 4 * batch * heads * d * sum_i (context + i + 1).
 
 --page-size P (a multiple of 16; 0 = contiguous) stores flashattn's cache as
@@ -57,12 +57,15 @@ def main():
     ap.add_argument("--batches", default="1,4")
     ap.add_argument("--contexts", default="4096,16384")
     ap.add_argument("--chunks", default="16,32,64,128,256,512,2048")
+    ap.add_argument("--heads", default="32,8", help="query heads,KV heads")
     ap.add_argument("--page-size", type=int, default=0, help="paged cache for flashattn (0: contiguous)")
     ap.add_argument("--api", choices=("kvcache", "func"), default="kvcache",
                     help="flashattn entry point: flash_attn_with_kvcache, or flash_attn_func on the keys")
     args = ap.parse_args()
     impls = args.impls.split(",")
     D = args.head_dim
+    global HQ, HKV
+    HQ, HKV = map(int, args.heads.split(","))
     dev = torch.cuda.get_device_name()
     drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()

@@ -23,15 +23,17 @@ namespace flashattn::detail::cuda::sm90 {
 
 // The query position and head of a thread's two rows (tile rows t, t + 8):
 // position tile.row0 + t of tile.head, or with GQA packing (KernelArgs::
-// pack_log2) position tile.row0 + (t >> pack_log2) of head tile.head +
-// (t & (group - 1)).
+// pack_heads) position tile.row0 + t / pack_heads of head tile.head + t %
+// pack_heads; a row past the tile's whole groups gets position -1 (not
+// stored: it holds no query).
 struct RowPlace {
   int pos[2], head[2];
   __device__ __forceinline__ RowPlace(const WorkTile& tile, int t, int pack) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      pos[r] = tile.row0 + ((t + 8 * r) >> pack);
-      head[r] = tile.head + ((t + 8 * r) & ((1 << pack) - 1));
+      const int u = t + 8 * r, p = u / pack;
+      pos[r] = p < tile.rows ? tile.row0 + p : -1;
+      head[r] = tile.head + u % pack;
     }
   }
 };
@@ -47,7 +49,7 @@ struct Epilogue {
                                const float (&inv)[2], const float (&lse)[2]) {
     const int warp = tid / 32, lane = tid % 32;
     const int row0 = wg * 64 + warp * 16 + lane / 4;  // row within the CTA tile; row1 = row0 + 8
-    const int pack = kVarlen ? a.pack_log2 : 0;
+    const int pack = kVarlen ? a.pack_heads : 1;
     const RowPlace rp(tile, row0, pack);
     if (kVarlen && a.o_accum != nullptr) {  // split-KV: a partial result for the combine kernel
       store_partial(a, rp, tile, lane, o, inv, lse);
@@ -72,7 +74,7 @@ struct Epilogue {
     // asynchronously). The same for rows before the sequence's start (a
     // first partial tile, tile_scheduler.cuh), padded batches included. And
     // GQA-packed rows, which O's map does not lay out.
-    if ((kVarlen && (grow + 64 > tile.seqlen_q || pack > 0)) || grow < 0) {
+    if ((kVarlen && (grow + 64 > tile.seqlen_q || pack > 1)) || grow < 0) {
       store_direct(a, rp, tile, lane, o, inv);
       store_lse(a, rp, tile, lane, lse);
       if constexpr (!T::kEarlyQRelease) {

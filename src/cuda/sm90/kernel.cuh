@@ -135,11 +135,11 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   const CallScales sc = call_scales<T, kMod != 0>(a);
 
   // This thread's two query rows (tile rows t and t + 8: positions r0 + t
-  // and r0 + t + 8, or with GQA packing r0 + (t >> pack_log2), ...) and
-  // their visible key ranges.
+  // and r0 + t + 8, or with GQA packing r0 + t / pack_heads, ...) and their
+  // visible key ranges.
   const int trow = wg * 64 + (tid / 32) * 16 + lane / 4;
-  const int pack = kVarlen ? a.pack_log2 : 0;
-  const int row0 = r0 + (trow >> pack), row1 = r0 + ((trow + 8) >> pack);
+  const int pack = kVarlen ? a.pack_heads : 1;
+  const int row0 = r0 + trow / pack, row1 = r0 + (trow + 8) / pack;
   const int lo0 = mask.lo(row0), hi0 = mask.hi(row0);
   const int lo1 = mask.lo(row1), hi1 = mask.hi(row1);
   // ALiBi: this tile's head's slope (0 without ALiBi), in natural units;

@@ -115,13 +115,14 @@ struct KernelArgs {
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;
-  // GQA packing (per-sequence kernels, padded batches included; 0 = off): a work tile holds the
-  // 2^pack_log2 query heads of one KV head (the group) for kBlockM >>
-  // pack_log2 query positions, tile row r being position r >> pack_log2 of
-  // head (r & (group - 1)), so that one K/V load serves the group. tm_q is
-  // then a 5-d map {d, group, seq, heads_kv, batch} whose box lays rows out
-  // that way; O, LSE and split-KV partials go out by direct stores.
-  int pack_log2;
+  // GQA packing (per-sequence kernels, padded batches included; 1 = off):
+  // a work tile holds the pack_heads = group query heads of one KV head for
+  // kBlockM / pack_heads query positions, tile row r being position
+  // r / pack_heads of head r % pack_heads (rows past the last whole group
+  // are left empty), so that one K/V load serves the group. tm_q is then a
+  // 5-d map {d, group, seq, heads_kv, batch} whose box lays rows out that
+  // way; O, LSE and split-KV partials go out by direct stores.
+  int pack_heads;
   int head_dim;  // O's (v's) head dim, the direct store's bound: at most the tile's (fwd_tile_head_dim)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;

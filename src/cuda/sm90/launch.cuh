@@ -36,7 +36,7 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
     // unchanged) and one alternated A/B read it 3-9% slower at 1k tokens
     // (bench/NOTES.md, "KV cache on the Hopper forward").
     const bool varlen = args.cu_seqlens_q != nullptr || args.seqused_k != nullptr || args.num_splits > 1 ||
-                        args.pack_log2 > 0;
+                        args.pack_heads > 1;
     const int mod = score_mod_bits(args.softcap > 0.f, args.alibi != nullptr);
     if constexpr (T::kConsumerWGs == 2) {
       switch (mod) {

@@ -133,7 +133,7 @@ struct Mainloop {
   // Order: K_0, Q, V_0, K_1, V_1, ... — K_0's ring slot frees up before Q's
   // buffer does, so it goes first and the first S = Q K^T only waits for Q.
   // kVarlen: the per-sequence kernels, which also take paged KV caches
-  // (a.block_table) and pack GQA groups (a.pack_log2); 16-bit only.
+  // (a.block_table) and pack GQA groups (a.pack_heads); 16-bit only.
   template <bool kVarlen>
   __device__ static void load(const KernelArgs& a, const SmemMap<T>& sm, const WorkTile& tile,
                               const KeyTileRange& range, uint32_t tile_iter,
@@ -182,8 +182,11 @@ struct Mainloop {
     const bool any = range.n_end > range.n_begin;
     if (any) load_k(range.n_end - 1);
     mbar_wait(sm.q_empty(), (tile_iter & 1) ^ 1);
-    mbar_arrive_expect_tx(sm.q_full(), T::kQBytes);
-    if (kCanPage && a.pack_log2 > 0) {  // GQA packing: the group's heads, interleaved
+    // GQA packing: whole groups only (the rows past them stay empty).
+    const bool packed = kCanPage && a.pack_heads > 1;
+    mbar_arrive_expect_tx(sm.q_full(), packed ? kBlockM / a.pack_heads * a.pack_heads * T::kAtoms * 128
+                                              : T::kQBytes);
+    if (packed) {  // the group's heads, interleaved
 #pragma unroll
       for (int at = 0; at < kAtoms; ++at) {
         tma_load_5d(sm.q() + at * kBlockM * 128, &a.tm_q, sm.q_full(), at * T::kAtomElems, 0,

@@ -160,33 +160,31 @@ size_t counter_offset(const FwdParams& p) {
   return (vt + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
-// GQA packing (kernel_args.hpp pack_log2): the per-sequence kernels hold a
+// GQA packing (kernel_args.hpp pack_heads): the per-sequence kernels hold a
 // group's query heads in one tile when a head's rows would fill at most
 // half of it (a chunk of a chunked prefill, speculative decoding, short
 // varlen sequences; padded batches then run the per-sequence kernel too), so
-// that one K/V load serves the group; groups of 2-16 (a power of two:
-// 128-row tiles of whole groups), no ALiBi (a slope per row), 16-bit inputs.
-// FLASHATTN_SM90_PACK_GQA=0 turns it off (read once per process; for A/B
-// runs).
-int pack_log2_for(const FwdParams& p, int block_m) {
+// that one K/V load serves the group; groups of 2-16 (a 128-row tile holds
+// 128 / group whole groups: 2 rows stay empty with groups of 7 or 6), no
+// ALiBi (a slope per row), 16-bit inputs. FLASHATTN_SM90_PACK_GQA=0 turns it
+// off (read once per process; for A/B runs). Returns the group, or 1.
+int pack_heads_for(const FwdParams& p, int block_m) {
   static const bool off = [] {
     const char* e = std::getenv("FLASHATTN_SM90_PACK_GQA");
     return e != nullptr && std::string(e) == "0";
   }();
   const int64_t g = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;
-  if (off || g < 2 || g > 16 || (g & (g - 1)) != 0 || p.alibi_slopes != nullptr ||
+  if (off || g < 2 || g > 16 || p.heads_q % p.heads_kv != 0 || p.alibi_slopes != nullptr ||
       p.dtype == DType::F8E4M3 || block_m != 128 || 2 * p.seqlen_q > block_m) {
-    return 0;
+    return 1;
   }
-  int l = 0;
-  while ((int64_t(1) << l) < g) ++l;
-  return l;
+  return static_cast<int>(g);
 }
 
 // The tile of a call: its head dim, query rows and key rows.
 struct TileShape {
   int tile_d, block_m, block_n;
-  int pack_log2;     // GQA packing (0: off)
+  int pack_heads;    // GQA packing: the group's heads per tile row block (1: off)
   int64_t num_m;     // query tiles per (batch, tile head)
   int64_t heads;     // tile heads: heads_q, or heads_kv when packed
 };
@@ -200,10 +198,10 @@ TileShape tile_shape(const FwdParams& p) {
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
   t.block_n = p.dtype == DType::F8E4M3 ? kFp8BlockN : block_n_for(t.tile_d);
-  t.pack_log2 = pack_log2_for(p, t.block_m);
-  const int64_t rows = t.block_m >> t.pack_log2;  // query positions per tile
+  t.pack_heads = pack_heads_for(p, t.block_m);
+  const int64_t rows = t.block_m / t.pack_heads;  // query positions per tile
   t.num_m = (sq + rows - 1) / rows;
-  t.heads = p.heads_q >> t.pack_log2;
+  t.heads = p.heads_q / t.pack_heads;
   return t;
 }
 // The split count of a call (split_kv.hpp; prepare's, and workspace sizing
@@ -300,8 +298,8 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   // and the key tile (16 at least), so that each box lies in one page
   // (mainloop.cuh KeyPages); otherwise one box per key tile.
   const int kv_box_rows = paged && !no_keys ? static_cast<int>(std::gcd<int64_t>(p.page_size, block_n)) : block_n;
-  std::string why = shape.pack_log2 > 0 ? encode_tma_gqa_packed(&args->tm_q, q, map_batch, p.head_dim, p.dtype,
-                                                                  1 << shape.pack_log2, block_m)
+  std::string why = shape.pack_heads > 1 ? encode_tma_gqa_packed(&args->tm_q, q, map_batch, p.head_dim, p.dtype,
+                                                                   shape.pack_heads, block_m)
                                          : encode_tma_maps({{&args->tm_q, q, block_m}}, map_batch, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_k, k, kv_box_rows}}, kv_b, p.head_dim, p.dtype);
   if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.dim_v(), out_dtype_for(p.dtype));
@@ -348,7 +346,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->window_right = clamp_window(p.window_right, sq, sk);
   const int64_t num_m = shape.num_m;
   const int64_t num_tiles = num_m * shape.heads * p.batch;
-  args->pack_log2 = shape.pack_log2;
+  args->pack_heads = shape.pack_heads;
   if (num_tiles > INT32_MAX) return unsupported("more than 2^31 query tiles");
   const int sms = sm_count(p.device_index);
   if (sms <= 0) return unsupported("cannot query the multiprocessor count");
@@ -416,7 +414,7 @@ class DeviceGuard {
 
 bool packs_gqa(const FwdParams& p) noexcept {
   try {
-    return tile_shape(p).pack_log2 > 0;
+    return tile_shape(p).pack_heads > 1;
   } catch (...) {
     return false;
   }

@@ -17,8 +17,8 @@ namespace flashattn::detail::cuda::sm90 {
 Status can_implement(const FwdParams& p) noexcept;
 
 // True when run_forward packs the query heads of a GQA group into one tile
-// (kernel_args.hpp pack_log2): calls of at most 64 query rows (padded,
-// varlen or KV cache), groups of 2, 4, 8 or 16, no ALiBi, 16-bit.
+// (kernel_args.hpp pack_heads): calls of at most 64 query rows (padded,
+// varlen or KV cache), groups of 2 to 16, no ALiBi, 16-bit.
 bool packs_gqa(const FwdParams& p) noexcept;
 
 // Device scratch run_forward needs: fp8's transposed V

@@ -44,8 +44,9 @@ namespace flashattn::detail::cuda::sm90 {
 // (padded) or the previous sequence's rows (varlen), fully masked or never
 // stored.
 //
-// GQA packing (KernelArgs::pack_log2): head is the group's first query head,
-// and the tile covers `rows` = kBlockM >> pack_log2 query positions from row0.
+// GQA packing (KernelArgs::pack_heads): head is the group's first query
+// head, and the tile covers `rows` = kBlockM / pack_heads query positions
+// from row0.
 struct WorkTile {
   int m_block, head, batch, row0;
   int split;  // split-KV piece (KernelArgs::num_splits; 0 without)
@@ -117,9 +118,9 @@ struct PersistentTileScheduler {
     const int hb = t / a.num_m_blocks;
     if (a.longest_first) m = a.num_m_blocks - 1 - m;
     // GQA packing: the tiles walk the KV heads, each taking its group.
-    const int pack = kVarlen ? a.pack_log2 : 0;
-    const int heads = a.heads_q >> pack, rows = kBlockM >> pack;
-    WorkTile w{m,         (hb % heads) << pack, hb / heads, m * rows, split, 0, 0, 0, 0, a.seqlen_q,
+    const int pack = kVarlen ? a.pack_heads : 1;
+    const int heads = a.heads_q / pack, rows = kBlockM / pack;
+    WorkTile w{m,         (hb % heads) * pack, hb / heads, m * rows, split, 0, 0, 0, 0, a.seqlen_q,
                a.seqlen_k, rows};
     if (kVarlen && a.cu_seqlens_q != nullptr) {
       w.q_off = a.cu_seqlens_q[w.batch];

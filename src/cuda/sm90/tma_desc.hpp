@@ -48,9 +48,10 @@ std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t es
 std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
                           DType dtype, int box_rows);
 
-// GQA packing (kernel_args.hpp pack_log2): q as the 5-d map {head_dim,
+// GQA packing (kernel_args.hpp pack_heads): q as the 5-d map {head_dim,
 // group, seqlen, heads / group, batch}, box {128 bytes, group, box_rows /
-// group, 1, 1}: box row r is position r / group of the group's head r % group.
+// group, 1, 1}: box row r is position r / group of the group's head r %
+// group (box_rows / group whole groups).
 std::string encode_tma_gqa_packed(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
                                   DType dtype, int group, int box_rows);
 
