@@ -1,5 +1,6 @@
 // The Hopper backward's tile bookkeeping (src/cuda/sm90/bwd_tile_order.hpp),
-// and the forward's split-KV pieces (split_kv.hpp, at the end),
+// and the forward's split-KV pieces (split_kv.hpp) and tile choices
+// (tile_rules.hpp) at the end,
 // checked on the host against enumeration: for random lengths and masks
 // (causal, windows, unbounded, Sq != Sk both ways), the key tiles whose
 // query ranges contain a query tile form one contiguous run, and
@@ -14,6 +15,7 @@
 
 #include "cuda/sm90/bwd_tile_order.hpp"
 #include "cuda/sm90/split_kv.hpp"
+#include "cuda/sm90/tile_rules.hpp"
 
 namespace {
 
@@ -26,6 +28,8 @@ using flashattn::detail::cuda::sm90::kMaxSplitPieces;
 using flashattn::detail::cuda::sm90::kMinSplitKeyTiles;
 using flashattn::detail::cuda::sm90::split_count;
 using flashattn::detail::cuda::sm90::split_key_tiles;
+using flashattn::detail::cuda::sm90::gqa_pack_heads;
+using flashattn::detail::cuda::sm90::hd128_narrow_tiles_pay;
 
 struct Mask {
   int offset, left, right;
@@ -122,6 +126,45 @@ TEST(Sm90SplitKv, SplitCount) {
         EXPECT_GE(keys / s, kMinSplitKeyTiles) << tiles << " tiles, " << keys << " key tiles";
       }
     }
+}
+
+// Head dim 128: 128-row tiles replace 192-row ones only where they pad at
+// least 15% fewer rows and add no wave (the shapes bench/NOTES.md measured:
+// 32 heads, 132 SMs; batch 1 x 640 rows lost 0.7x on 128-row tiles).
+TEST(Sm90TileRules, Hd128NarrowTiles) {
+  EXPECT_TRUE(hd128_narrow_tiles_pay(256, 32, 132));      // 2 x 128 rows against 2 x 192
+  EXPECT_TRUE(hd128_narrow_tiles_pay(200, 4 * 32, 132));
+  EXPECT_TRUE(hd128_narrow_tiles_pay(256, 64 * 16, 132));  // padded self-attention, many tiles
+  EXPECT_FALSE(hd128_narrow_tiles_pay(640, 32, 132));     // 160 tiles: a second wave; 192 rows: 128
+  EXPECT_TRUE(hd128_narrow_tiles_pay(640, 4 * 32, 132));  // 5 waves x 128 rows against 4 x 192
+  EXPECT_TRUE(hd128_narrow_tiles_pay(640, 25 * 16, 132));
+  for (int64_t sq : {129, 192, 300, 384, 512, 1024, 2048, 16384})  // padding within 15%
+    EXPECT_FALSE(hd128_narrow_tiles_pay(sq, 4 * 32, 132)) << sq;
+  EXPECT_FALSE(hd128_narrow_tiles_pay(128, 32, 132));  // the caller's own case
+  EXPECT_FALSE(hd128_narrow_tiles_pay(256, 32, 0));    // SM count unknown
+}
+
+// GQA packing: groups of 2-16 with at most half a 128-row tile of query rows
+// per head; never with ALiBi, fp8, other tiles, or no whole group.
+TEST(Sm90TileRules, GqaPackHeads) {
+  EXPECT_EQ(gqa_pack_heads(32, 8, 32, 128, false, false), 4);
+  EXPECT_EQ(gqa_pack_heads(28, 4, 16, 128, false, false), 7);
+  EXPECT_EQ(gqa_pack_heads(16, 1, 64, 128, false, false), 16);
+  EXPECT_EQ(gqa_pack_heads(4, 2, 1, 128, false, false), 2);
+  EXPECT_EQ(gqa_pack_heads(32, 8, 65, 128, false, false), 1);   // more than half a tile
+  EXPECT_EQ(gqa_pack_heads(17, 1, 4, 128, false, false), 1);    // group above 16
+  EXPECT_EQ(gqa_pack_heads(8, 8, 4, 128, false, false), 1);     // MHA
+  EXPECT_EQ(gqa_pack_heads(32, 8, 32, 192, false, false), 1);   // 192-row tile
+  EXPECT_EQ(gqa_pack_heads(32, 8, 32, 128, true, false), 1);    // ALiBi
+  EXPECT_EQ(gqa_pack_heads(32, 8, 32, 128, false, true), 1);    // fp8
+  EXPECT_EQ(gqa_pack_heads(30, 8, 32, 128, false, false), 1);   // not a whole group
+  EXPECT_EQ(gqa_pack_heads(8, 0, 32, 128, false, false), 1);
+  for (int g = 2; g <= 16; ++g) {  // a 128-row tile holds 128 / g whole groups of each head count
+    const int pack = gqa_pack_heads(g * 3, 3, 20, 128, false, false);
+    ASSERT_EQ(pack, g);
+    EXPECT_LE(128 / pack * pack, 128);
+    EXPECT_GE(128 / pack * pack, 128 - 15);
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "sm80/launch_append.cuh"
 #include "split_combine.cuh"
 #include "split_kv.hpp"
+#include "tile_rules.hpp"
 #include "tma_desc.hpp"
 
 namespace flashattn::detail::cuda::sm90 {
@@ -98,18 +99,7 @@ int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t se
     static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
     if (forced != 0) return forced;
     if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
-    // Lengths where 192-row tiles leave a large part of their last tile
-    // empty (193-256 rows: 384 on 192-row tiles, 256 on 128-row ones;
-    // 577-640) take the 128-row tile when that pads at least 15% fewer rows
-    // and its extra tiles do not add a wave: time ~ waves x rows per tile,
-    // 192 rows ~5% faster per row. Measured (bench/NOTES.md, "Paged caches
-    // and GQA packing on the Hopper forward"): 256 rows 1.18-1.32x; 640 rows
-    // 1.07-1.17x with many tiles, but 0.68-0.71x where 32 heads x 5 tiles
-    // took a second wave of 132 SMs that 32 x 4 did not.
-    const int64_t rows128 = (seqlen_q + 127) / 128 * 128, rows192 = (seqlen_q + 191) / 192 * 192;
-    if (rows128 * 20 >= rows192 * 17 || sms <= 0) return block_m_for(d);
-    auto waves = [&](int64_t rows, int64_t bm) { return (rows / bm * tiles_per_row + sms - 1) / sms; };
-    return waves(rows128, 128) * 128 * 21 < waves(rows192, 192) * 192 * 20 ? kNarrowBlockMHd128 : block_m_for(d);
+    return hd128_narrow_tiles_pay(seqlen_q, tiles_per_row, sms) ? kNarrowBlockMHd128 : block_m_for(d);
   }
   if (d != 64) return block_m_for(d);
   static const int forced = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
@@ -160,25 +150,17 @@ size_t counter_offset(const FwdParams& p) {
   return (vt + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
-// GQA packing (kernel_args.hpp pack_heads): the per-sequence kernels hold a
-// group's query heads in one tile when a head's rows would fill at most
-// half of it (a chunk of a chunked prefill, speculative decoding, short
-// varlen sequences; padded batches then run the per-sequence kernel too), so
-// that one K/V load serves the group; groups of 2-16 (a 128-row tile holds
-// 128 / group whole groups: 2 rows stay empty with groups of 7 or 6), no
-// ALiBi (a slope per row), 16-bit inputs. FLASHATTN_SM90_PACK_GQA=0 turns it
-// off (read once per process; for A/B runs). Returns the group, or 1.
+// GQA packing (tile_rules.hpp gqa_pack_heads; padded calls then run the
+// per-sequence kernel too). FLASHATTN_SM90_PACK_GQA=0 turns it off (read
+// once per process; for A/B runs). Returns the group, or 1.
 int pack_heads_for(const FwdParams& p, int block_m) {
   static const bool off = [] {
     const char* e = std::getenv("FLASHATTN_SM90_PACK_GQA");
     return e != nullptr && std::string(e) == "0";
   }();
-  const int64_t g = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;
-  if (off || g < 2 || g > 16 || p.heads_q % p.heads_kv != 0 || p.alibi_slopes != nullptr ||
-      p.dtype == DType::F8E4M3 || block_m != 128 || 2 * p.seqlen_q > block_m) {
-    return 1;
-  }
-  return static_cast<int>(g);
+  return off ? 1
+             : gqa_pack_heads(p.heads_q, p.heads_kv, p.seqlen_q, block_m, p.alibi_slopes != nullptr,
+                              p.dtype == DType::F8E4M3);
 }
 
 // The tile of a call: its head dim, query rows and key rows.

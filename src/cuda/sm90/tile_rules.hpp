@@ -1,0 +1,43 @@
+// Two tile choices of the Hopper forward's host adapter (sm90_forward.cu),
+// as plain integer code so that the host tests
+// (tests/sm90_tile_order_test.cpp) pin the shapes each rule picks.
+#pragma once
+
+#include <cstdint>
+
+namespace flashattn::detail::cuda::sm90 {
+
+// Head dim 128, more than 128 query rows: true when 128-row tiles should
+// replace 192-row ones. Lengths where 192-row tiles leave a large part of
+// their last tile empty (193-256 rows: 384 on 192-row tiles, 256 on 128-row
+// ones; 577-640) take the 128-row tile when that pads at least 15% fewer
+// rows and its extra tiles do not add a wave: time ~ waves x rows per tile,
+// 192 rows ~5% faster per row. `tiles_per_row`: the (batch, head) pairs a
+// query tile is repeated over; `sms`: the device's multiprocessors.
+// Measured (bench/NOTES.md, "Paged caches and GQA packing on the Hopper
+// forward"): 193-256 rows 1.13-1.35x; 577-640 rows 1.05-1.11x with many
+// tiles, but 0.68-0.73x where 32 heads x 5 tiles took a second wave of 132
+// SMs that 32 x 4 did not (hence the wave count).
+inline bool hd128_narrow_tiles_pay(int64_t seqlen_q, int64_t tiles_per_row, int sms) {
+  const int64_t rows128 = (seqlen_q + 127) / 128 * 128, rows192 = (seqlen_q + 191) / 192 * 192;
+  if (seqlen_q <= 128 || rows128 * 20 >= rows192 * 17 || sms <= 0) return false;
+  auto waves = [&](int64_t rows, int64_t bm) { return (rows / bm * tiles_per_row + sms - 1) / sms; };
+  return waves(rows128, 128) * 128 * 21 < waves(rows192, 192) * 192 * 20;
+}
+
+// GQA packing (kernel_args.hpp pack_heads): the query heads of a group
+// share a tile when a head's rows would fill at most half of it (a chunk of
+// a chunked prefill, speculative decoding, short varlen sequences), so that
+// one K/V load serves the group: groups of 2-16 (a 128-row tile holds
+// 128 / group whole groups: 2 rows stay empty with groups of 7 or 6), 128-row
+// tiles, no ALiBi (a slope per row), 16-bit inputs. Returns the group, or 1
+// (no packing).
+inline int gqa_pack_heads(int64_t heads_q, int64_t heads_kv, int64_t seqlen_q, int block_m, bool alibi,
+                          bool fp8) {
+  if (heads_kv <= 0 || heads_q % heads_kv != 0) return 1;
+  const int64_t g = heads_q / heads_kv;
+  if (g < 2 || g > 16 || alibi || fp8 || block_m != 128 || 2 * seqlen_q > block_m) return 1;
+  return static_cast<int>(g);
+}
+
+}  // namespace flashattn::detail::cuda::sm90
