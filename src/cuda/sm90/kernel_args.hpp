@@ -126,7 +126,7 @@ struct KernelArgs {
   int head_dim;  // O's (v's) head dim, the direct store's bound: at most the tile's (fwd_tile_head_dim)
   int window_left, window_right;  // -1 = unbounded (clamped on the host)
   int num_m_blocks;
-  int num_tiles;  // num_m_blocks * num_splits * heads_q * batch work tiles
+  int num_tiles;  // num_m_blocks * num_splits * (heads_q / pack_heads) * batch work tiles
   // Split-KV (flash-decoding; sm90_forward.cu chooses it when the query tiles
   // are too few to fill the GPU): each query tile's key tiles are cut into
   // num_splits pieces (block_mask.cuh split_key_tiles), each its own work
