@@ -139,16 +139,17 @@ struct Mainloop {
                               const KeyTileRange& range, uint32_t tile_iter,
                               PipeState<kStages>& pipe) {
     const int kv_head = tile.head / a.group;
-    constexpr bool kCanPage = kVarlen && !T::kFp8;
-    const bool paged = kCanPage && a.block_table != nullptr;
+    // The 16-bit per-sequence kernels take paged caches and GQA packing.
+    constexpr bool kPerSequence = kVarlen && !T::kFp8;
+    const bool paged = kPerSequence && a.block_table != nullptr;
     KeyPages<T> pages;  // paged: tile n's, from load_k(n) to load_v(n)
     auto load_k = [&](int n) {
-      if constexpr (kCanPage) {
+      if constexpr (kPerSequence) {
         if (paged) pages.read(a, tile, n);
       }
       mbar_wait(sm.k_empty(pipe.stage), pipe.phase ^ 1);
       mbar_arrive_expect_tx(sm.k_full(pipe.stage), T::kKVBytes);
-      if constexpr (kCanPage) {
+      if constexpr (kPerSequence) {
         if (paged) return pages.issue(a, &a.tm_k, sm.k(pipe.stage), sm.k_full(pipe.stage), kv_head);
       }
 #pragma unroll
@@ -160,7 +161,7 @@ struct Mainloop {
     auto load_v = [&](int n) {
       mbar_wait(sm.v_empty(pipe.stage), pipe.phase ^ 1);
       mbar_arrive_expect_tx(sm.v_full(pipe.stage), T::kKVBytes);
-      if constexpr (kCanPage) {
+      if constexpr (kPerSequence) {
         if (paged) return pages.issue(a, &a.tm_v, sm.v(pipe.stage), sm.v_full(pipe.stage), kv_head);
       }
       if constexpr (T::kFp8) {
@@ -183,7 +184,7 @@ struct Mainloop {
     if (any) load_k(range.n_end - 1);
     mbar_wait(sm.q_empty(), (tile_iter & 1) ^ 1);
     // GQA packing: whole groups only (the rows past them stay empty).
-    const bool packed = kCanPage && a.pack_heads > 1;
+    const bool packed = kPerSequence && a.pack_heads > 1;
     mbar_arrive_expect_tx(sm.q_full(), packed ? kBlockM / a.pack_heads * a.pack_heads * T::kAtoms * 128
                                               : T::kQBytes);
     if (packed) {  // the group's heads, interleaved

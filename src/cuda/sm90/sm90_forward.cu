@@ -43,14 +43,10 @@ constexpr int64_t kMaxSeqlen = int64_t(1) << 28;
 // Longest seqlen_k for which the consumer warpgroups take turns (pingpong).
 constexpr int64_t kPingpongMaxSeqlenK = 2048;
 
-int sm_count(int device) {
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+// The device's multiprocessors (0 when they cannot be read), from the
+// per-device cache the sm80 path keeps: a call asks several times (tile
+// shape, split count, workspace size).
+int sm_count(int device) { return sm80::device_info_or_zero(device).sm_count; }
 
 Status check_device(int device) {
   int major = 0, minor = 0;

@@ -80,6 +80,12 @@ std::string tma_alignment_problem(const TmaOperand& t, int64_t batch, int64_t es
 }
 
 namespace {
+// A dimension's byte stride for the encode; a stride of a size-1 dimension
+// is never applied, so give TMA a valid one there.
+cuuint64_t byte_stride(int64_t size, int64_t stride, int64_t esize, int64_t head_dim) {
+  return static_cast<cuuint64_t>(size > 1 ? stride * esize : head_dim * esize);
+}
+
 // One map of `rank` dimensions: dims[0] is head_dim (contiguous), strides[i]
 // the byte stride of dims[i + 1]; 128-byte swizzle.
 std::string encode_tiled(CUtensorMap* map, const TmaOperand& t, DType dtype, int rank, const cuuint64_t* dims,
@@ -110,10 +116,7 @@ std::string encode_tiled(CUtensorMap* map, const TmaOperand& t, DType dtype, int
 std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
                           DType dtype, int box_rows) {
   const int64_t esize = tma_elem_bytes(dtype);
-  // A stride of a size-1 dimension is never applied; give TMA a valid one.
-  auto stride_or = [&](int64_t size, int64_t s) {
-    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
-  };
+  auto stride_or = [&](int64_t size, int64_t s) { return byte_stride(size, s, esize, head_dim); };
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(t.seqlen),
                               static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[3] = {stride_or(t.seqlen, t.str.seq), stride_or(t.heads, t.str.head),
@@ -126,9 +129,7 @@ std::string encode_tma_4d(CUtensorMap* map, const TmaOperand& t, int64_t batch, 
 std::string encode_tma_gqa_packed(CUtensorMap* map, const TmaOperand& t, int64_t batch, int64_t head_dim,
                                   DType dtype, int group, int box_rows) {
   const int64_t esize = tma_elem_bytes(dtype);
-  auto stride_or = [&](int64_t size, int64_t s) {
-    return static_cast<cuuint64_t>(size > 1 ? s * esize : head_dim * esize);
-  };
+  auto stride_or = [&](int64_t size, int64_t s) { return byte_stride(size, s, esize, head_dim); };
   const int64_t kv_heads = t.heads / group;
   const cuuint64_t dims[5] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(group),
                               static_cast<cuuint64_t>(t.seqlen), static_cast<cuuint64_t>(kv_heads),
