@@ -151,11 +151,15 @@ std::vector<KvCase> kv_cases() {
   v.push_back(kv(DType::F16, 64, 4, 1, 128, {2000}, 0, 2048, 0, false, 4));
   v.push_back(nan_rest(kv(DType::BF16, 200, 4, 1, 128, {1000, 60}, 0, 1024, 0, true, 7)));
   v.push_back(kv(DType::F16, 64, 2, 1, 128, {0, 5}, 0, 64, 0, true, 3));  // pieces with no key: O = 0
-  // Paged caches on the Hopper forward: a page of 16 rows (8 boxes per
-  // key tile), pages sharing no more than 16 rows with the tile (48, 32, 64
-  // at head dims 64, 192, 256: tiles of 128, 112, 80 keys), one box per tile
-  // (128, 256), split-KV, rotary, softcap, a window, sequences with no keys;
-  // table entries past each sequence's pages are -1 (check_kvcache).
+  // Paged caches on the Hopper forward: a page of 16 rows, pages sharing no
+  // more than 16 rows with the tile (48, 32, 64 at head dims 64, 192, 256:
+  // tiles of 128, 112, 80 keys) -- these are gathered by cp.async
+  // (paged_gather.cuh; head dim 96 zero-fills k's and v's last 32 columns)
+  // --, pages of whole key tiles (128, 256) loaded as TMA boxes, split-KV,
+  // rotary, softcap, a window, sequences with no keys; table entries past
+  // each sequence's pages are -1 (check_kvcache). The GPU runs also force
+  // every paged case through each path (FLASHATTN_SM90_PAGED_GATHER=1 / 0;
+  // bench/results/h200-paged-gather-20261204/).
   v.push_back(kv(DType::BF16, 100, 4, 1, 128, {150, 3}, 17, 208, 16, true));
   v.push_back(nan_rest(kv(DType::F16, 64, 4, 4, 64, {500, 70}, 0, 640, 48, false)));
   v.push_back(nan_rest(kv(DType::BF16, 200, 8, 1, 128, {1000, 1}, 5, 1100, 256, true)));

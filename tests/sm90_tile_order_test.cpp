@@ -30,6 +30,7 @@ using flashattn::detail::cuda::sm90::split_count;
 using flashattn::detail::cuda::sm90::split_key_tiles;
 using flashattn::detail::cuda::sm90::gqa_pack_heads;
 using flashattn::detail::cuda::sm90::hd128_narrow_tiles_pay;
+using flashattn::detail::cuda::sm90::paged_gather_pays;
 
 struct Mask {
   int offset, left, right;
@@ -165,6 +166,22 @@ TEST(Sm90TileRules, GqaPackHeads) {
     EXPECT_LE(128 / pack * pack, 128);
     EXPECT_GE(128 / pack * pack, 128 - 15);
   }
+}
+
+// Paged caches gathered by cp.async where TMA boxes (gcd(page, key tile)
+// rows) would hold 32 rows or fewer; the key tiles are 128 (head dims 64,
+// 128), 112 (192) and 80 (256) rows.
+TEST(Sm90TileRules, PagedGather) {
+  EXPECT_TRUE(paged_gather_pays(16, 128));
+  EXPECT_TRUE(paged_gather_pays(32, 128));
+  EXPECT_TRUE(paged_gather_pays(48, 128));   // boxes of 16
+  EXPECT_TRUE(paged_gather_pays(64, 80));    // head dim 256: boxes of 16
+  EXPECT_TRUE(paged_gather_pays(32, 112));   // head dim 192: boxes of 16
+  EXPECT_FALSE(paged_gather_pays(64, 128));  // 2 boxes per tile
+  EXPECT_FALSE(paged_gather_pays(128, 128));
+  EXPECT_FALSE(paged_gather_pays(256, 128));
+  EXPECT_FALSE(paged_gather_pays(80, 80));
+  EXPECT_FALSE(paged_gather_pays(0, 128));   // not paged
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 // (tile_scheduler.cuh)):
 //   warpgroup 0  producer: setmaxnreg down to 24 (32 with 3 consumers), one
 //                thread issues TMA loads of Q (once per work tile) and K/V
-//                tiles into a kStages-deep ring that runs on across tiles.
+//                tiles into a kStages-deep ring that runs on across tiles;
+//                small pages of a paged cache are gathered by its other
+//                three warps instead (paged_gather.cuh).
 //   warpgroups 1..kConsumerWGs  consumers (2; 3 for head_dim 64): setmaxnreg
 //                up to 240 (160 with 3); each owns 64 query rows:
 //                S = Q K^T (wgmma, both operands in shared memory), mask,
@@ -21,6 +23,7 @@
 #include "kernel_args.hpp"
 #include "kernel_traits.cuh"
 #include "mainloop.cuh"
+#include "paged_gather.cuh"
 #include "ptx.cuh"
 #include "score_mod.cuh"
 #include "softmax.cuh"
@@ -87,6 +90,7 @@ __device__ __forceinline__ CallScales call_scales(const KernelArgs& a) {
 // rows of its last page, mainloop.cuh KeyPages).
 // Their P is 0, but 0 * NaN is NaN: a non-finite value there would reach
 // this sequence's output through P V. So the consumers zero those rows of V
+// (gathered pages come zero-filled there: paged_gather.cuh)
 // (each thread a share, every warpgroup before any of them multiplies by it)
 // once it has landed. Padded batches need none of this: TMA fills the rows
 // past seqlen_k with zeros.
@@ -162,6 +166,14 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     }
   };
 
+  // K/V gathered by cp.async (paged_gather.cuh) were written through the
+  // generic proxy: fence before the wgmmas read them through the async one.
+  const bool gathered = kVarlen && !T::kFp8 && a.kv_gather != 0;
+  auto wait_kv = [&](uint32_t full, uint32_t phase) {
+    mbar_wait(full, phase);
+    if (gathered) fence_proxy_async_smem();
+  };
+
   mbar_wait(sm.q_full(), tile_iter & 1);
   const uint64_t dq = ML::q_desc(sm, wg);
 
@@ -196,7 +208,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     float corr[2];
 
     // Prologue: S_0 and P_0 (key tiles go from n_end - 1 down to n_begin).
-    mbar_wait(sm.k_full(pipe.stage), pipe.phase);
+    wait_kv(sm.k_full(pipe.stage), pipe.phase);
     sched_sync();
     wgmma_fence();
     ML::issue_qk(s, dq, sm.k(pipe.stage));
@@ -206,7 +218,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     fence_operand(s);
     if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
     if (n_tiles == 1) release_q();
-    zero_v_past_end<T, kVarlen>(a, sm, tile, range, pipe, wg * 128 + tid);
+    if (!gathered) zero_v_past_end<T, kVarlen>(a, sm, tile, range, pipe, wg * 128 + tid);
     mask_tile(s, range.n_end - 1);
     softmax.step(s, sc.scale_log2, corr);  // O is still zero: no rescale
     convert_p<T>(s, p);
@@ -218,7 +230,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         // (the other warpgroups keep the tensor cores busy meanwhile).
         const PipeState<T::kStages> prev = pipe;
         pipe.advance();
-        mbar_wait(sm.v_full(prev.stage), prev.phase);
+        wait_kv(sm.v_full(prev.stage), prev.phase);
         fence_operand(o);
         fence_operand(p);
         wgmma_fence();
@@ -228,7 +240,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         fence_operand(o);
         fence_operand(p);
         if (lane == 0) mbar_arrive(sm.v_empty(prev.stage));
-        mbar_wait(sm.k_full(pipe.stage), pipe.phase);
+        wait_kv(sm.k_full(pipe.stage), pipe.phase);
         wgmma_fence();
         ML::issue_qk(s, dq, sm.k(pipe.stage));
         wgmma_commit();
@@ -248,8 +260,8 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         // Both waits before the fence: control flow between wgmma.fence and a
         // register-A wgmma makes ptxas inject another fence (C7519). V_{i-1}
         // was requested before K_i, so waiting for it here costs nothing.
-        mbar_wait(sm.k_full(pipe.stage), pipe.phase);
-        mbar_wait(sm.v_full(prev.stage), prev.phase);
+        wait_kv(sm.k_full(pipe.stage), pipe.phase);
+        wait_kv(sm.v_full(prev.stage), prev.phase);
         // Pin the rescaled O and the new P before the fence (the compiler
         // could otherwise sink them past it).
         fence_operand(o);
@@ -277,7 +289,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     }
 
     // Tail: O += P_last V_last.
-    mbar_wait(sm.v_full(pipe.stage), pipe.phase);
+    wait_kv(sm.v_full(pipe.stage), pipe.phase);
     fence_operand(o);
     fence_operand(p);
     wgmma_fence();
@@ -312,7 +324,9 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
   // the uniform form shortened its loop too (743 -> 724) but measured 3-7%
   // slower at head dim 128, non-causal (bench/sm90/NOTES.md).
   const int wg = kVarlen ? warpgroup_index_uniform() : static_cast<int>(threadIdx.x) / 128;
-  if (threadIdx.x == 0) Mainloop<T>::init_barriers(sm);
+  // Paged K/V gathered by the producer warpgroup's warps 1-3 (paged_gather.cuh).
+  const bool kv_gather = kVarlen && !T::kFp8 && a.kv_gather != 0;
+  if (threadIdx.x == 0) Mainloop<T>::init_barriers(sm, kv_gather);
   __syncthreads();
 
   // The producer thread picks the work tiles and hands them to the
@@ -349,6 +363,19 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
         Mainloop<T>::template load<kVarlen>(a, sm, tile, tile_keys(tile, tile_mask(tile), r0, r1), it++, pipe);
       }
       Sched::publish(sm, it, Sched::kNoTile);
+    } else if (kv_gather && threadIdx.x >= 32) {
+      if constexpr (kVarlen && !T::kFp8) {
+        PipeState<T::kStages> pipe;
+        for (uint32_t it = 0;; ++it) {
+          const int t = Sched::receive(sm, it);
+          if (t == Sched::kNoTile) break;
+          const WorkTile tile = Sched::template decode<kVarlen, T::kBlockM>(a, t);
+          int r0, r1;
+          tile_rows(tile, r0, r1);
+          PagedGather<T>::load(a, sm, tile, tile_keys(tile, tile_mask(tile), r0, r1), pipe,
+                               static_cast<int>(threadIdx.x) - 32);
+        }
+      }
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();

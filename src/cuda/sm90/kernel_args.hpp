@@ -112,6 +112,18 @@ struct KernelArgs {
   // and kBlockN, so that each box lies in one page (mainloop.cuh KeyPages).
   const int* block_table;
   int bt_stride, page_size, page_rows;
+  // Small pages are gathered instead (kv_gather = 1; sm90_forward.cu's rule):
+  // warps 1-3 of the producer warpgroup copy each K/V tile row by row with
+  // cp.async from these bases (byte strides of a page, a row and a head), as
+  // a box of TMA per page and atom column would be too many boxes
+  // (paged_gather.cuh). k's columns past head_dim_k (v's past head_dim) are
+  // zero-filled, as TMA fills them.
+  int kv_gather;
+  int head_dim_k;
+  const char* k_base;
+  const char* v_base;
+  int64_t k_page_bytes, k_row_bytes, k_head_bytes;
+  int64_t v_page_bytes, v_row_bytes, v_head_bytes;
   void* out;         // O base pointer and strides in elements (direct-store epilogue)
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int batch, seqlen_q, seqlen_k, heads_q, group;

@@ -47,6 +47,11 @@ struct SmemMap {
   __device__ __forceinline__ uint32_t tile_slot(int s) const { return base + T::kTileSlotOff + 4 * s; }
 };
 
+// Paged K/V gathered by cp.async (paged_gather.cuh): the producer
+// warpgroup's warps 1-3.
+constexpr int kGatherWarps = 3;
+constexpr int kGatherThreads = 32 * kGatherWarps;
+
 // Position in the K/V ring; it carries over from one work tile to the next.
 template <int kStages>
 struct PipeState {
@@ -108,20 +113,23 @@ struct Mainloop {
   static constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
   static constexpr int kAtoms = T::kAtoms, kStages = T::kStages;
 
-  // One thread, before the CTA-wide barrier that publishes them.
-  __device__ static void init_barriers(const SmemMap<T>& sm) {
+  // One thread, before the CTA-wide barrier that publishes them. With paged
+  // K/V gathered by cp.async (paged_gather.cuh) each gather thread arrives
+  // on the full barriers and each gather warp takes the work tiles too.
+  __device__ static void init_barriers(const SmemMap<T>& sm, bool kv_gather) {
     mbar_init(sm.q_full(), 1);
     mbar_init(sm.q_empty(), T::kQEmptyArrivals);
+    const uint32_t kv_full = kv_gather ? kGatherThreads : 1;
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(sm.k_full(s), 1);
-      mbar_init(sm.v_full(s), 1);
+      mbar_init(sm.k_full(s), kv_full);
+      mbar_init(sm.v_full(s), kv_full);
       mbar_init(sm.k_empty(s), T::kEmptyArrivals);
       mbar_init(sm.v_empty(s), T::kEmptyArrivals);
     }
     for (int s = 0; s < 2; ++s) {
       mbar_init(sm.tile_full(s), 1);
-      mbar_init(sm.tile_empty(s), T::kEmptyArrivals);
+      mbar_init(sm.tile_empty(s), T::kEmptyArrivals + (kv_gather ? kGatherWarps : 0));
     }
     fence_barrier_init();
   }
@@ -142,6 +150,8 @@ struct Mainloop {
     // The 16-bit per-sequence kernels take paged caches and GQA packing.
     constexpr bool kPerSequence = kVarlen && !T::kFp8;
     const bool paged = kPerSequence && a.block_table != nullptr;
+    // Gathered pages: the gather warps load K and V (paged_gather.cuh).
+    const bool any = range.n_end > range.n_begin && !(kPerSequence && a.kv_gather);
     KeyPages<T> pages;  // paged: tile n's, from load_k(n) to load_v(n)
     auto load_k = [&](int n) {
       if constexpr (kPerSequence) {
@@ -180,7 +190,6 @@ struct Mainloop {
         }
       }
     };
-    const bool any = range.n_end > range.n_begin;
     if (any) load_k(range.n_end - 1);
     mbar_wait(sm.q_empty(), (tile_iter & 1) ^ 1);
     // GQA packing: whole groups only (the rows past them stay empty).

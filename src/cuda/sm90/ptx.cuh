@@ -1,5 +1,5 @@
 // Thin inline-PTX helpers for the Hopper forward: mbarriers, TMA (bulk tensor
-// copies), proxy fences, named barriers, register reallocation, ex2.
+// copies), cp.async, proxy fences, named barriers, register reallocation, ex2.
 // Every shared-memory address here is a 32-bit shared-window address
 // (__cvta_generic_to_shared), the form mbarrier/TMA/wgmma operands take.
 #pragma once
@@ -112,6 +112,21 @@ __device__ __forceinline__ void tma_store_wait_read() {
 // async-proxy accesses (TMA store reading what st.shared wrote), and vice versa.
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- cp.async (paged K/V gathered row by row, paged_gather.cuh) ----------
+
+// 16-byte global -> shared copy; `bytes` 0 reads nothing and writes zeros.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, uint32_t bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+
+// One arrival on `bar` once every cp.async this thread issued before has
+// landed. .noinc: the arrival is one of the barrier's expected count (the
+// gather threads are counted at init), not an extra one.
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
 // ---- barriers, registers, math ------------------------------------------------

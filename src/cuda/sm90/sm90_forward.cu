@@ -140,6 +140,17 @@ bool first_tile_partial_disabled() {
   }();
   return off;
 }
+// Paged caches: gather K/V by cp.async (paged_gather.cuh) instead of TMA
+// boxes where tile_rules.hpp paged_gather_pays says so (small pages);
+// FLASHATTN_SM90_PAGED_GATHER=0 / 1 never / always gathers (read once per
+// process; for A/B runs).
+bool kv_gather_for(int64_t page_size, int block_n) {
+  static const int forced = [] {
+    const char* e = std::getenv("FLASHATTN_SM90_PAGED_GATHER");
+    return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
+  }();
+  return forced >= 0 ? forced == 1 : paged_gather_pays(page_size, block_n);
+}
 constexpr size_t kCounterAlign = 256;
 size_t counter_offset(const FwdParams& p) {
   const size_t vt = p.dtype == DType::F8E4M3 && p.seqlen_k > 0 ? fp8_vt_bytes(p) : 0;
@@ -310,6 +321,16 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->bt_stride = paged ? static_cast<int>(p.block_table_stride) : 0;
   args->page_size = paged ? static_cast<int>(p.page_size) : 0;
   args->page_rows = kv_box_rows;
+  args->kv_gather = args->block_table != nullptr && kv_gather_for(p.page_size, block_n) ? 1 : 0;
+  args->head_dim_k = static_cast<int>(p.head_dim);
+  args->k_base = static_cast<const char*>(p.k);
+  args->v_base = static_cast<const char*>(p.v);
+  args->k_page_bytes = p.k_str.batch * esize;
+  args->k_row_bytes = p.k_str.seq * esize;
+  args->k_head_bytes = p.k_str.head * esize;
+  args->v_page_bytes = p.v_str.batch * esize;
+  args->v_row_bytes = p.v_str.seq * esize;
+  args->v_head_bytes = p.v_str.head * esize;
   args->out = p.out;
   args->o_stride_batch = p.o_str.batch;
   args->o_stride_seq = p.o_str.seq;

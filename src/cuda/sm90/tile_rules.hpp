@@ -1,4 +1,4 @@
-// Two tile choices of the Hopper forward's host adapter (sm90_forward.cu),
+// Tile and load choices of the Hopper forward's host adapter (sm90_forward.cu),
 // as plain integer code so that the host tests
 // (tests/sm90_tile_order_test.cpp) pin the shapes each rule picks.
 #pragma once
@@ -38,6 +38,24 @@ inline int gqa_pack_heads(int64_t heads_q, int64_t heads_kv, int64_t seqlen_q, i
   const int64_t g = heads_q / heads_kv;
   if (g < 2 || g > 16 || alibi || fp8 || block_m != 128 || 2 * seqlen_q > block_m) return 1;
   return static_cast<int>(g);
+}
+
+// Paged KV caches: gather each K/V tile with cp.async by the producer
+// warpgroup's spare warps (paged_gather.cuh) rather than load it as TMA
+// boxes of gcd(page, key tile) rows (a box lies in one page), when those
+// boxes hold 32 rows or fewer: 16-row pages (8 boxes per 128-key tile and
+// atom column) took 1.5-2.3x the contiguous cache's kernel time by TMA and
+// take 1.1-1.3x gathered, 32-row boxes 1.2-1.6x against 1.1-1.3x; 64-row
+// boxes 1.02-1.2x by TMA, where gathering takes 1.1-1.3x (chunked prefill,
+// bench/results/h200-paged-gather-20261204/).
+inline bool paged_gather_pays(int64_t page_size, int block_n) {
+  int64_t a = page_size, b = block_n;
+  while (b != 0) {
+    const int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return page_size > 0 && a <= 32;
 }
 
 }  // namespace flashattn::detail::cuda::sm90
