@@ -345,6 +345,19 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
     return kVarlen ? split_key_tiles(r, tile.split, a.num_splits) : r;
   };
 
+  // The work tiles as the producer hands them out, until kNoTile (consumer
+  // and gather warps; `it` counts the hand-overs).
+  auto for_each_tile = [&](auto&& work) {
+    for (uint32_t it = 0;; ++it) {
+      const int t = Sched::receive(sm, it);
+      if (t == Sched::kNoTile) break;
+      const WorkTile tile = Sched::template decode<kVarlen, T::kBlockM>(a, t);
+      int r0, r1;
+      tile_rows(tile, r0, r1);
+      work(tile, r0, r1, it);
+    }
+  };
+
   if (wg == 0) {
     setmaxnreg_dec<T::kProducerRegs>();
     if (threadIdx.x == 0) {
@@ -366,31 +379,21 @@ __global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_consta
     } else if (kv_gather && threadIdx.x >= 32) {
       if constexpr (kVarlen && !T::kFp8) {
         PipeState<T::kStages> pipe;
-        for (uint32_t it = 0;; ++it) {
-          const int t = Sched::receive(sm, it);
-          if (t == Sched::kNoTile) break;
-          const WorkTile tile = Sched::template decode<kVarlen, T::kBlockM>(a, t);
-          int r0, r1;
-          tile_rows(tile, r0, r1);
+        for_each_tile([&](const WorkTile& tile, int r0, int r1, uint32_t) {
           PagedGather<T>::load(a, sm, tile, tile_keys(tile, tile_mask(tile), r0, r1), pipe,
                                static_cast<int>(threadIdx.x) - 32);
-        }
+        });
       }
     }
   } else {
     setmaxnreg_inc<T::kConsumerRegs>();
     const int tid = static_cast<int>(threadIdx.x) % 128;
     PipeState<T::kStages> pipe;
-    for (uint32_t it = 0;; ++it) {
-      const int t = Sched::receive(sm, it);
-      if (t == Sched::kNoTile) break;
-      const WorkTile tile = Sched::template decode<kVarlen, T::kBlockM>(a, t);
-      int r0, r1;
-      tile_rows(tile, r0, r1);
+    for_each_tile([&](const WorkTile& tile, int r0, int r1, uint32_t it) {
       const BlockMask mask = tile_mask(tile);
       consumer_tile<T, kVarlen, kMod>(a, sm, tile, mask, tile_keys(tile, mask, r0, r1), r0,
                                           r1, wg - 1, tid, it, pipe);
-    }
+    });
     Epilogue<T>::drain(tid);
   }
 }
