@@ -163,13 +163,14 @@ inline bool in_place_tiles(int64_t d, int64_t nq, int64_t ncol) {
 }
 
 // S^T of a decode step's ndot query columns (dot_cols) against nk key rows.
-template <class TK>
-void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, const float* qr, float* s) {
+template <class TK, class Tick = NoTick>
+void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, const float* qr, float* s,
+                   Tick* tick = nullptr) {
   switch (ndot) {  // (VW >= 4 in every build; 8 columns need VW >= 8)
-    case 1: dot_rows<1>(nk, d, k, ldk, qr, s, FLD); break;
-    case 2: dot_rows<2>(nk, d, k, ldk, qr, s, FLD); break;
-    case 4: dot_rows<4>(nk, d, k, ldk, qr, s, FLD); break;
-    default: dot_rows<kDotCols <= VW ? kDotCols : 4>(nk, d, k, ldk, qr, s, FLD); break;
+    case 1: dot_rows<1>(nk, d, k, ldk, qr, s, FLD, tick); break;
+    case 2: dot_rows<2>(nk, d, k, ldk, qr, s, FLD, tick); break;
+    case 4: dot_rows<4>(nk, d, k, ldk, qr, s, FLD, tick); break;
+    default: dot_rows<kDotCols <= VW ? kDotCols : 4>(nk, d, k, ldk, qr, s, FLD, tick); break;
   }
 }
 
@@ -182,10 +183,11 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 // full_lo / full_hi: a tile inside [full_lo, full_hi) needs no per-element
 // mask (the largest lo and the smallest hi). qscale: the factor already in
 // qt (the AMX path applies it to the scores instead).
-template <class KV>
+template <class KV, class Tick = NoTick>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
-            const KV& V, float qscale, float cap, const Variants* var = nullptr, bool fresh = true) {
+            const KV& V, float qscale, float cap, const Variants* var = nullptr, bool fresh = true,
+            Tick* tick = nullptr) {
 #if FA_AMX
   if constexpr (std::is_same_v<row_type_t<KV>, bf16_t>) {
     return attend_amx(L, ws, d, nq, ncol, seqlen_k, c_begin, c_end, full_lo, full_hi, K, V, qscale,
@@ -256,7 +258,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC), nchunk = (cb1 - cb0) / VW;
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + nchunk - 1) / nchunk : 0;
     if (ndot && kin) {
-      scores_by_dot(ndot, nk, d, kin, ldk, ws + L.qr, s);
+      scores_by_dot(ndot, nk, d, kin, ldk, ws + L.qr, s, tick);
     } else if (ndot) {
       scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, s);
     } else if constexpr (kFloat) {
@@ -264,6 +266,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     } else {
       gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     }
+    if (tick) tick->flush();
     if (partial) mask_cols_abs(s + cb0, FLD, lo + cb0, hi + cb0, cb1 - cb0, c0, nk);
 
     // Online softmax, one vector of query columns at a time.
@@ -557,6 +560,55 @@ inline size_t decode_extra_floats(const FwdParams& p) {
 #endif
 
 
+// How a decode task issues its prefetches of the next tile: N > 0 spreads
+// each head's share over the first 1/N of that head's scores
+// (SpreadPrefetch), 0 issues it in one burst before them (a knob for A/B
+// runs; 1 measured best, bench/NOTES.md).
+#ifndef FA_DECODE_PF_SPREAD
+#define FA_DECODE_PF_SPREAD 1
+#endif
+
+// Prefetches of rows [r, r_end): each row's K run, then its V run (the
+// group's heads of one row are one run of memory), 64-byte lines, per_step
+// lines per step() (dot_rows calls it once per block of keys) and the rest
+// at flush(). Issued in one burst, a head's share (64 KB for four fp32
+// heads of 128) stalled the core on its fill buffers before any arithmetic.
+template <class R>
+struct SpreadPrefetch {
+  R k0, kl, v0, vl;  // the group's first and last head's rows of K and V
+  int64_t r, r_end, row_bytes;
+  int64_t per_step = 1;
+  const char* p = nullptr;
+  const char* e = nullptr;
+  bool in_v = true;  // the next run is row r + 1's K run
+
+  bool next_run() {
+    if (in_v) {
+      if (++r >= r_end) return false;
+      p = reinterpret_cast<const char*>(k0.row(r));
+      e = reinterpret_cast<const char*>(kl.row(r)) + row_bytes;
+    } else {
+      p = reinterpret_cast<const char*>(v0.row(r));
+      e = reinterpret_cast<const char*>(vl.row(r)) + row_bytes;
+    }
+    in_v = !in_v;
+    return true;
+  }
+  void step() {
+    for (int64_t i = 0; i < per_step; ++i) {
+      if (p >= e && !next_run()) return;
+      __builtin_prefetch(p, 0, FA_DECODE_PF_LOCALITY);
+      p += 64;
+    }
+  }
+  void flush() {
+    while (p < e || next_run()) {
+      __builtin_prefetch(p, 0, FA_DECODE_PF_LOCALITY);
+      p += 64;
+    }
+  }
+};
+
 // One decode task: KV heads [hk0, hk0 + nh) of sequence sp, key slice `split`
 // of nsplit. It runs every head on a tile before moving to the next: a
 // [batch, seq, heads, d] cache holds one head's row as d values every
@@ -609,17 +661,30 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
                              : 0;
   for (int64_t c0 = c_begin; c0 < std::max(c_end, c_begin + 1); c0 += step) {
     for (int64_t j = 0; j < nh; ++j) {  // an empty slice still initialises O, m, l
+      using Pf = SpreadPrefetch<decltype(k0)>;
+      Pf pf{k0, kl, v0, vl, 0, 0, int64_t(sizeof(T)) * sp.head_dim};
       if (kAhead > 0) {
         const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
-        for (int64_t r = c0 + kAhead + n1 * j / nh; r < c0 + kAhead + n1 * (j + 1) / nh; ++r) {
-          prefetch_run(k0, kl, r);
-          prefetch_run(v0, vl, r);
+        const int64_t ra = c0 + kAhead + n1 * j / nh, rb = c0 + kAhead + n1 * (j + 1) / nh;
+        if (FA_DECODE_PF_SPREAD && rb > ra) {
+          // Lines of the share over the scores' key blocks (dot_rows).
+          const int64_t run = reinterpret_cast<const char*>(kl.row(ra)) + pf.row_bytes -
+                              reinterpret_cast<const char*>(k0.row(ra));
+          const int64_t lines = (rb - ra) * 2 * ((run + 63) / 64), blocks = std::max<int64_t>(1, FBC / kDotKeys<kDotCols> / FA_DECODE_PF_SPREAD);
+          pf.r = ra - 1;
+          pf.r_end = rb;
+          pf.per_step = (lines + blocks - 1) / blocks;
+        } else {
+          for (int64_t r = ra; r < rb; ++r) {
+            prefetch_run(k0, kl, r);
+            prefetch_run(v0, vl, r);
+          }
         }
       }
       attend(L, slice(j), sp.head_dim, nq, ncol, sp.seqlen_k, c0, std::min(c0 + step, c_end), cb.full_lo,
              cb.full_hi, kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0 + j),
              kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk0 + j), qscale_of(sp), sp.softcap, nullptr,
-             c0 == c_begin);
+             c0 == c_begin, pf.r < pf.r_end ? &pf : nullptr);
     }
   }
   const int64_t dp = L.dpad;

@@ -226,16 +226,25 @@ inline void dot_block(int64_t d, const TK* k, int64_t ldk, const float* q, float
 // s[j * lds + c] = K[j * ldk + 0 .. d) . q[c * d + 0 .. d) for j < nk, c < NC
 // (NC a power of two, at most VW and kDotCols), and 0 for NC <= c < VW.
 // d a multiple of VW. K: fp32 rows or 16-bit rows widened as loaded.
-template <int NC, class TK>
+// tick (optional): step() once per block of key rows, so that a decode
+// task can spread its prefetches over the scores (forward.hpp SpreadPrefetch).
+struct NoTick {
+  void step() {}
+  void flush() {}
+};
+template <int NC, class TK, class Tick = NoTick>
 void dot_rows(int64_t nk, int64_t d, const TK* K, int64_t ldk, const float* q, float* s,
-              int64_t lds) {
+              int64_t lds, Tick* tick = nullptr) {
   static_assert(NC >= 1 && NC <= VW && NC <= kDotCols && (NC & (NC - 1)) == 0, "NC");
   constexpr int KR = kDotKeys<NC>;
   vi keep;
 #pragma GCC unroll 16
   for (int i = 0; i < VW; ++i) keep[i] = i < NC ? -1 : 0;
   int64_t j = 0;
-  for (; j + KR <= nk; j += KR) dot_block<NC, KR>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
+  for (; j + KR <= nk; j += KR) {
+    dot_block<NC, KR>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
+    if (tick) tick->step();
+  }
   for (; j < nk; ++j) dot_block<NC, 1>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
 }
 
