@@ -670,7 +670,8 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
           // Lines of the share over the scores' key blocks (dot_rows).
           const int64_t run = reinterpret_cast<const char*>(kl.row(ra)) + pf.row_bytes -
                               reinterpret_cast<const char*>(k0.row(ra));
-          const int64_t lines = (rb - ra) * 2 * ((run + 63) / 64), blocks = std::max<int64_t>(1, FBC / kDotKeys<kDotCols> / FA_DECODE_PF_SPREAD);
+          const int64_t lines = (rb - ra) * 2 * ((run + 63) / 64);
+          const int64_t blocks = std::max<int64_t>(1, FBC / kDotKeys<kDotCols> / FA_DECODE_PF_SPREAD);
           pf.r = ra - 1;
           pf.r_end = rb;
           pf.per_step = (lines + blocks - 1) / blocks;

@@ -223,15 +223,17 @@ inline void dot_block(int64_t d, const TK* k, int64_t ldk, const float* q, float
     vstore(s + r * lds, vsel(keep, dot_detail::fold_columns<NG, VW / CG>(grp[r]), vsplat(0.0f)));
 }
 
-// s[j * lds + c] = K[j * ldk + 0 .. d) . q[c * d + 0 .. d) for j < nk, c < NC
-// (NC a power of two, at most VW and kDotCols), and 0 for NC <= c < VW.
-// d a multiple of VW. K: fp32 rows or 16-bit rows widened as loaded.
-// tick (optional): step() once per block of key rows, so that a decode
-// task can spread its prefetches over the scores (forward.hpp SpreadPrefetch).
+// dot_rows' optional tick: step() once per block of key rows, so that a
+// decode task can spread its prefetches over the scores (forward.hpp
+// SpreadPrefetch); this one does nothing.
 struct NoTick {
   void step() {}
   void flush() {}
 };
+
+// s[j * lds + c] = K[j * ldk + 0 .. d) . q[c * d + 0 .. d) for j < nk, c < NC
+// (NC a power of two, at most VW and kDotCols), and 0 for NC <= c < VW.
+// d a multiple of VW. K: fp32 rows or 16-bit rows widened as loaded.
 template <int NC, class TK, class Tick = NoTick>
 void dot_rows(int64_t nk, int64_t d, const TK* K, int64_t ldk, const float* q, float* s,
               int64_t lds, Tick* tick = nullptr) {
