@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numeric>
 
 namespace flashattn::detail::cuda::sm90 {
 
@@ -49,13 +50,7 @@ inline int gqa_pack_heads(int64_t heads_q, int64_t heads_kv, int64_t seqlen_q, i
 // boxes 1.02-1.2x by TMA, where gathering takes 1.1-1.3x (chunked prefill,
 // bench/results/h200-paged-gather-20261204/).
 inline bool paged_gather_pays(int64_t page_size, int block_n) {
-  int64_t a = page_size, b = block_n;
-  while (b != 0) {
-    const int64_t r = a % b;
-    a = b;
-    b = r;
-  }
-  return page_size > 0 && a <= 32;
+  return page_size > 0 && std::gcd<int64_t>(page_size, block_n) <= 32;
 }
 
 }  // namespace flashattn::detail::cuda::sm90
