@@ -69,6 +69,16 @@ std::vector<Case> isa_cases() {
     v.push_back(make(dt, 64, 1, 517, 4, 2, true));  // decode, 2 columns (5 key rows at a time on AVX2)
     v.push_back(make(dt, 64, 113, 1030, 4, 1, false, Layout::BHSD));
     v.push_back(make(dt, 64, 1, 1030, 8, 2, true));  // decode: packed GQA, split KV
+    // Decode on VDPBF16PS (the avx512_bf16 path): 1-8 query rows per group
+    // (every pv_dpbf16 row count), head dims 32-256 in 32-element vectors,
+    // odd key counts (the last tile converted), 48 (not whole 32-element
+    // vectors: the widening kernels), rows that see no key (Sq 3 > Sk 2).
+    v.push_back(make(dt, 96, 1, 333, 6, 2, false));   // 3 rows
+    v.push_back(make(dt, 256, 1, 701, 5, 1, true));   // 5 rows
+    v.push_back(make(dt, 32, 1, 129, 14, 2, false));  // 7 rows
+    v.push_back(make(dt, 128, 2, 1030, 8, 2, true));  // 2 x 4 = 8 rows
+    v.push_back(make(dt, 64, 3, 2, 2, 1, true));      // 6 rows, row 0 sees no key
+    v.push_back(make(dt, 48, 1, 200, 6, 1, false));   // 6 rows, widened
     v.push_back(make(dt, 256, 17, 267, 2, 2, true, Layout::Packed, 2));
     v.push_back(make(dt, 256, 129, 33, 2, 1, false, Layout::Padded));
     v.push_back(make(dt, 8, 113, 17, 2, 2, true));

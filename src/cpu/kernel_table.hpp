@@ -30,6 +30,9 @@ const KernelTable& kernels_avx512();
 // bf16 on AMX tiles / on AVX512-BF16 dot products; other dtypes as kernels_avx512.
 const KernelTable& kernels_amx();
 const KernelTable& kernels_avx512bf16();
+// kernels_avx512() with bf16 decode steps scored on AVX512-BF16 dot products:
+// where kernels_avx512bf16() sends the calls it does not run on its pairs.
+const KernelTable& kernels_avx512bf16_decode();
 #endif
 #endif
 

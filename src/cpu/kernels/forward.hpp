@@ -44,6 +44,8 @@ struct FwdLayout {
   int64_t ldk = 0, ldv = 0;                  // row strides of the K and V tile buffers (tile_ld)
   size_t qt, k, v, s, o, m, l, al, tmp, lohi, qpos, zr, per_thread;  // float offsets in one thread's slice
   size_t qr = 0;  // (scale Q) rows of the first kDotCols columns, kDotCols x dpad (dot_rows)
+  size_t qb = 0;  // FA_DECODE_DPBF16: their raw bf16 rows, kDotCols x d (dot_rows_dpbf16)
+  size_t pp = 0;  // FA_DECODE_DPBF16: a tile's P as bf16 pairs, FBC / 2 x VW words (pv_dpbf16)
   size_t qv = 0, kb16 = 0, vt16 = 0, pv = 0, ot = 0;  // AMX only (forward_amx.hpp): bf16 pairs per float
 };
 
@@ -84,6 +86,10 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.zr = c.take(FBC);               // dropout: Z / (1 - p) of one column's keys
 #if !FA_AMX
   L.qr = c.take(kDotCols * L.dpad);
+#endif
+#if FA_DECODE_DPBF16
+  L.qb = c.take(kDotCols * L.dpad / 2);
+  L.pp = c.take(FBC / 2 * VW);  // P pairs of pv_dpbf16
 #endif
 #if FA_AMX
   const int64_t dq32 = round_up(d, 32);
@@ -162,10 +168,53 @@ inline bool in_place_tiles(int64_t d, int64_t nq, int64_t ncol) {
   return d % VW == 0 && ncol <= NR && (std::is_same_v<T, float> || dot_cols(d, nq, ncol) > 0);
 }
 
-// S^T of a decode step's ndot query columns (dot_cols) against nk key rows.
+// Whether a decode step on bf16 K/V rows read in place runs on VDPBF16PS: its
+// scores against the raw bf16 Q rows in L.qb (dot_rows_dpbf16) and its P V
+// (pv_dpbf16); both take the head dimension in whole 32-element vectors.
+template <class TK>
+inline bool dpbf16_decode(int64_t d) {
+  return FA_DECODE_DPBF16 && std::is_same_v<TK, bf16_t> && d % 32 == 0;
+}
+
+#if FA_DECODE_DPBF16
+// pv_dpbf16 for nr (<= kDotCols) query rows; P^T rows FLD apart.
+inline void pv_dpbf16_rows(int64_t nr, int64_t nk, int64_t d, const float* pt, const bf16_t* v, int64_t ldv,
+                           float* o, int64_t ldo, const float* alpha, uint32_t* pairs) {
+  static_assert(kDotCols == 8, "one case per row count below");
+  switch (nr) {
+    case 1: return pv_dpbf16<1>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    case 2: return pv_dpbf16<2>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    case 3: return pv_dpbf16<3>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    case 4: return pv_dpbf16<4>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    case 5: return pv_dpbf16<5>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    case 6: return pv_dpbf16<6>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    case 7: return pv_dpbf16<7>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    default: return pv_dpbf16<8>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+  }
+}
+#endif
+
+// S^T of a decode step's ndot query columns (dot_cols) against nk key rows:
+// from the scaled fp32 rows in qr, or (dpbf16_decode) the bf16 rows in qb
+// with the factor qmul applied to the sums.
 template <class TK, class Tick = NoTick>
-void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, const float* qr, float* s,
-                   Tick* tick = nullptr) {
+void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, const float* qr,
+                   const uint16_t* qb, float qmul, float* s, Tick* tick = nullptr) {
+#if FA_DECODE_DPBF16
+  if constexpr (std::is_same_v<TK, bf16_t>) {
+    if (dpbf16_decode<TK>(d)) {
+      switch (ndot) {
+        case 1: dot_rows_dpbf16<1>(nk, d, k, ldk, qb, qmul, s, FLD, tick); break;
+        case 2: dot_rows_dpbf16<2>(nk, d, k, ldk, qb, qmul, s, FLD, tick); break;
+        case 4: dot_rows_dpbf16<4>(nk, d, k, ldk, qb, qmul, s, FLD, tick); break;
+        default: dot_rows_dpbf16<kDotCols>(nk, d, k, ldk, qb, qmul, s, FLD, tick); break;
+      }
+      return;
+    }
+  }
+#else
+  (void)qb, (void)qmul;
+#endif
   switch (ndot) {  // (VW >= 4 in every build; 8 columns need VW >= 8)
     case 1: dot_rows<1>(nk, d, k, ldk, qr, s, FLD, tick); break;
     case 2: dot_rows<2>(nk, d, k, ldk, qr, s, FLD, tick); break;
@@ -182,7 +231,7 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 // call left there (the decode path walks its key slice one tile per call).
 // full_lo / full_hi: a tile inside [full_lo, full_hi) needs no per-element
 // mask (the largest lo and the smallest hi). qscale: the factor already in
-// qt (the AMX path applies it to the scores instead).
+// qt and qr (the AMX path and dot_rows_dpbf16 apply it to the scores instead).
 template <class KV, class Tick = NoTick>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
@@ -194,7 +243,6 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
                       cap, var, fresh);
   }
 #endif
-  (void)qscale;
   const int64_t dp = L.dpad;
   const bool capped = cap > 0.0f;
   const bool alibi = var && var->alibi, dropout = var && var->dropout;
@@ -258,9 +306,10 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC), nchunk = (cb1 - cb0) / VW;
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + nchunk - 1) / nchunk : 0;
     if (ndot && kin) {
-      scores_by_dot(ndot, nk, d, kin, ldk, ws + L.qr, s, tick);
+      scores_by_dot(ndot, nk, d, kin, ldk, ws + L.qr, reinterpret_cast<const uint16_t*>(ws + L.qb), qscale, s,
+                    tick);
     } else if (ndot) {
-      scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, s);
+      scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, nullptr, 1.0f, s);
     } else if constexpr (kFloat) {
       gemm<false>(nk, cb1 - cb0, d, kin ? kin : kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     } else {
@@ -333,6 +382,15 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
         pv_skipping_zeros(nr, dp, nk, s + cb0, vb, ldv, o + cb0 * dp, al + cb0);
       }
     } else if (vin) {
+#if FA_DECODE_DPBF16
+      if constexpr (std::is_same_v<T, bf16_t>) {
+        if (ndot && dpbf16_decode<T>(d) && nk % 2 == 0) {
+          pv_dpbf16_rows(nr, nk, d, s + cb0, vin, ldv, o + cb0 * dp, dp, al + cb0,
+                         reinterpret_cast<uint32_t*>(ws + L.pp));
+          continue;
+        }
+      }
+#endif
       gemm<true, true>(nr, dp, nk, s + cb0, 1, FLD, vin, ldv, o + cb0 * dp, dp, al + cb0);
     } else {
       gemm<true, true>(nr, dp, nk, s + cb0, 1, FLD, vb, ldv, o + cb0 * dp, dp, al + cb0);
@@ -387,6 +445,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
       // its strided stores (a 1 KiB stride over a 128 KiB buffer) were 39% of
       // a 64-key decode call (bench/NOTES.md).
       load_row(qrow, ws + L.qr + c * L.dpad, d, qscale);
+      if (dpbf16_decode<T>(d)) std::memcpy(reinterpret_cast<uint16_t*>(ws + L.qb) + c * d, qrow, 2 * size_t(d));
     } else {
       load_row(qrow, tmp, d, qscale);
       for (int64_t k = 0; k < d; ++k) qt[k * FLD + c] = tmp[k];
@@ -407,6 +466,8 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
         for (int64_t c = nq; c < ncol; ++c) qt[k * FLD + c] = 0.0f;
     }
     for (int64_t c = nq; c < ndot; ++c) std::memset(ws + L.qr + c * L.dpad, 0, sizeof(float) * size_t(d));
+    if (ndot > nq && dpbf16_decode<T>(d))
+      std::memset(reinterpret_cast<uint16_t*>(ws + L.qb) + nq * d, 0, 2 * size_t((ndot - nq) * d));
   }
   for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
 #if FA_AMX

@@ -19,6 +19,11 @@
 #if !defined(FA_MR) || !defined(FA_NV)
 #error "define FA_MR and FA_NV (micro-kernel rows and vectors per row)"
 #endif
+// FA_DECODE_DPBF16: bf16 decode scores on VDPBF16PS (dot_rows_dpbf16 below;
+// kernels_avx512bf16_decode.cpp sets it).
+#ifndef FA_DECODE_DPBF16
+#define FA_DECODE_DPBF16 0
+#endif
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
@@ -249,5 +254,124 @@ void dot_rows(int64_t nk, int64_t d, const TK* K, int64_t ldk, const float* q, f
   }
   for (; j < nk; ++j) dot_block<NC, 1>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
 }
+
+#if FA_DECODE_DPBF16
+// The scores of a bf16 decode step on VDPBF16PS (kernels_avx512bf16_decode.cpp):
+// K rows as they are against the group's unscaled bf16 Q rows. One
+// instruction adds, per lane, the two products of a pair of adjacent head-dim
+// elements, so a (key, column) sum takes d / 32 instructions where dot_block
+// takes d / 16 FMAs plus the widening of every K vector (that widening and
+// those FMAs were the decode step's largest cost, 43% of its time, perf on
+// Zen 5). Products of two bf16 are exact in fp32; the sums round per pair,
+// and qmul (the softmax scale) multiplies each folded sum instead of Q. Same
+// blocking and fold tree as dot_block.
+static_assert(VW == 16, "VDPBF16PS: 16 fp32 lanes, 32 bf16 per vector");
+template <int NC, int KR>
+[[gnu::always_inline]] inline void dot_block_dpbf16(int64_t d, const uint16_t* k, int64_t ldk, const uint16_t* q, float* s,
+                             int64_t lds, const vi& keep, float qmul) {
+  constexpr int CG = kDotGroup<NC>, NG = NC / CG;
+  vf grp[KR][NG];
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g) {
+    __m512 acc[KR][CG];
+#pragma GCC unroll 8
+    for (int r = 0; r < KR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < CG; ++c) acc[r][c] = _mm512_setzero_ps();
+    const uint16_t* qg = q + g * CG * d;
+    for (int64_t e = 0; e < d; e += 2 * VW) {
+      __m512bh x[KR];
+#pragma GCC unroll 8
+      for (int r = 0; r < KR; ++r) x[r] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(k + r * ldk + e));
+#pragma GCC unroll 8
+      for (int c = 0; c < CG; ++c) {
+        const __m512bh y = reinterpret_cast<__m512bh>(_mm512_loadu_si512(qg + c * d + e));
+#pragma GCC unroll 8
+        for (int r = 0; r < KR; ++r) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], x[r], y);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < KR; ++r) {
+      vf a[CG];
+#pragma GCC unroll 8
+      for (int c = 0; c < CG; ++c) a[c] = reinterpret_cast<vf>(acc[r][c]);
+      grp[r][g] = dot_detail::fold_group<CG>(a);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < KR; ++r)
+    vstore(s + r * lds,
+           vsel(keep, vsplat(qmul) * dot_detail::fold_columns<NG, VW / CG>(grp[r]), vsplat(0.0f)));
+}
+
+// dot_rows on VDPBF16PS: s[j * lds + c] = qmul * (K_j . q_c) with K bf16 rows
+// and q NC bf16 rows of d elements (d a multiple of 32), lanes NC.. zeroed.
+template <int NC, class Tick = NoTick>
+void dot_rows_dpbf16(int64_t nk, int64_t d, const bf16_t* K, int64_t ldk, const uint16_t* q, float qmul,
+                     float* s, int64_t lds, Tick* tick = nullptr) {
+  static_assert(NC >= 1 && NC <= VW && NC <= kDotCols && (NC & (NC - 1)) == 0, "NC");
+  constexpr int KR = kDotKeys<NC>;
+  const uint16_t* k = reinterpret_cast<const uint16_t*>(K);
+  vi keep;
+#pragma GCC unroll 16
+  for (int i = 0; i < VW; ++i) keep[i] = i < NC ? -1 : 0;
+  int64_t j = 0;
+  for (; j + KR <= nk; j += KR) {
+    dot_block_dpbf16<NC, KR>(d, k + j * ldk, ldk, q, s + j * lds, lds, keep, qmul);
+    if (tick) tick->step();
+  }
+  for (; j < nk; ++j) dot_block_dpbf16<NC, 1>(d, k + j * ldk, ldk, q, s + j * lds, lds, keep, qmul);
+}
+
+// A decode step's P V on VDPBF16PS: O[r] = alpha[r] O[r] + sum_j P[j][r] V_j
+// for R query rows, bf16 V rows as they are (d a multiple of 32), P^T fp32
+// rows lds apart, nk even. P is rounded to bf16 (as the GPU kernels and the
+// pair-GEMM path round it); each key pair's P values are packed once into
+// `pairs` (nk / 2 x 16 words of two bf16), and each pair of V rows is
+// interleaved (VPERMT2W) into the pair layout the instruction reads. Per key
+// this is half the instructions of micro()'s widening loads and FMAs.
+template <int R>
+void pv_dpbf16(int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t* V, int64_t ldv, float* o,
+               int64_t ldo, const float* alpha, uint32_t* pairs) {
+  static_assert(R >= 1 && R <= VW, "R");
+  const uint16_t* v = reinterpret_cast<const uint16_t*>(V);
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
+                                      6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  // Word 2c of a pair vector: bf16(P[j][c]); word 2c + 1: bf16(P[j + 1][c]).
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
+                                              7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  for (int64_t j = 0; j < nk; j += 2) {
+    const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(pt + (j + 1) * lds), _mm512_loadu_ps(pt + j * lds));
+    _mm512_storeu_si512(pairs + j / 2 * VW, _mm512_permutexvar_epi16(interleave, reinterpret_cast<__m512i>(x)));
+  }
+  for (int64_t e = 0; e < d; e += 2 * VW) {
+    __m512 acc[R][2];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(alpha[r]);
+      acc[r][0] = _mm512_mul_ps(a, _mm512_loadu_ps(o + r * ldo + e));
+      acc[r][1] = _mm512_mul_ps(a, _mm512_loadu_ps(o + r * ldo + e + VW));
+    }
+    for (int64_t j = 0; j < nk; j += 2) {
+      const __m512i v0 = _mm512_loadu_si512(v + j * ldv + e), v1 = _mm512_loadu_si512(v + (j + 1) * ldv + e);
+      const __m512bh w0 = reinterpret_cast<__m512bh>(_mm512_permutex2var_epi16(v0, lo, v1));
+      const __m512bh w1 = reinterpret_cast<__m512bh>(_mm512_permutex2var_epi16(v0, hi, v1));
+      const uint32_t* pj = pairs + j / 2 * VW;
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512bh p = reinterpret_cast<__m512bh>(_mm512_set1_epi32(int(pj[r])));
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], p, w0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], p, w1);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(o + r * ldo + e, acc[r][0]);
+      _mm512_storeu_ps(o + r * ldo + e + VW, acc[r][1]);
+    }
+  }
+}
+#endif
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
