@@ -80,16 +80,17 @@ __device__ __forceinline__ void gemm_ss(float (&acc)[MT][NT][4], const T* sA, in
   }
 }
 
-// Same with A already in registers (fragments per k-step), B from shared.
+// Same with A already in registers (fragments per k-step), B from shared;
+// B's k rows start at k0 (a warp's share of a tile's keys).
 template <int MT, int NT, int KS, bool B_KN, class LB, class T>
 __device__ __forceinline__ void gemm_rs(float (&acc)[MT][NT][4], const uint32_t (&a)[MT][KS][4], const T* sB,
-                                        int n0, int lane) {
+                                        int n0, int lane, int k0 = 0) {
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
 #pragma unroll
     for (int nt = 0; nt + 1 < NT; nt += 2) {
       uint32_t b[4];
-      load_frag_b2<B_KN, LB>(b, sB, n0 + nt * 8, ks * 16, lane);
+      load_frag_b2<B_KN, LB>(b, sB, n0 + nt * 8, k0 + ks * 16, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         mma_16816<T>(acc[mt][nt], a[mt][ks], b[0], b[1]);
@@ -98,7 +99,7 @@ __device__ __forceinline__ void gemm_rs(float (&acc)[MT][NT][4], const uint32_t 
     }
     if constexpr (NT % 2 == 1) {
       uint32_t b[2];
-      load_frag_b1<B_KN, LB>(b, sB, n0 + (NT - 1) * 8, ks * 16, lane);
+      load_frag_b1<B_KN, LB>(b, sB, n0 + (NT - 1) * 8, k0 + ks * 16, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) mma_16816<T>(acc[mt][NT - 1], a[mt][ks], b[0], b[1]);
     }

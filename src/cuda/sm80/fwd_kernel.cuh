@@ -2,7 +2,8 @@
 // section 3.1-3.2): one block per (BM query rows, head, batch), looping over
 // key/value tiles; S = Q K^T and O += P V on mma.sync, the online softmax in
 // registers, never writing S or P to memory. Each warp owns BM/NW whole rows,
-// so no cross-warp reduction is needed.
+// so no cross-warp reduction is needed, except on decode tiles (KEY_SPLIT):
+// there two warps take halves of each key tile and merge once at the end.
 //
 // Pipeline (one buffer each for K and V): while S = Q K_j^T runs, V_j is in
 // flight; while the softmax and O += P V_j run, K_{j+1} is in flight.
@@ -98,10 +99,15 @@ template <class T, int D, class Cfg = FwdCfg<D>, bool VAR = false, bool PLAIN = 
 __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   static_assert(!(VAR && PLAIN), "PLAIN has no variants");
   constexpr int BM = Cfg::BM, BN = Cfg::BN, NW = Cfg::NW, NTHREADS = NW * 32;
-  constexpr int MT = BM / (16 * NW);  // m-tiles per warp
-  constexpr int NT = BN / 8;          // score n-tiles
-  constexpr int DT = D / 8;           // output n-tiles
-  static_assert(BM % (16 * NW) == 0 && BN % 16 == 0 && D % 16 == 0, "tile shape");
+  // KEY_SPLIT (decode tiles): every warp holds all BM rows and takes BN / NW
+  // keys of each tile; else every warp owns BM / NW rows and all BN keys.
+  constexpr bool KEY_SPLIT = Cfg::KEY_SPLIT;
+  constexpr int MT = KEY_SPLIT ? BM / 16 : BM / (16 * NW);  // m-tiles per warp
+  constexpr int WN = KEY_SPLIT ? BN / NW : BN;              // keys per warp and tile
+  constexpr int NT = WN / 8;                                // score n-tiles
+  constexpr int DT = D / 8;                                 // output n-tiles
+  static_assert(MT * 16 * (KEY_SPLIT ? 1 : NW) == BM && WN % 16 == 0 && D % 16 == 0, "tile shape");
+  static_assert(!KEY_SPLIT || NW == 2, "KEY_SPLIT merges two warps' states");
   using LQ = SmemLayout<BM, D>;
   using LK = SmemLayout<BN, D>;
 
@@ -211,7 +217,8 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
       for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.f;
   OnlineSoftmax<MT, NT> sm;
   sm.init();
-  const int wrow = warp * MT * 16;  // this warp's first row in the tile
+  const int wrow = KEY_SPLIT ? 0 : warp * MT * 16;  // this warp's first row in the tile
+  const int wkey = KEY_SPLIT ? warp * WN : 0;        // ... and first key of each key tile
 
   float slope_unit = 0.f;
   uint32_t drop_bh = 0;
@@ -238,9 +245,9 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
     load_kv(sV, vbase, gV, a.v, c0);
     cp_async_commit();
 
-    gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(s, sQ, wrow, sK, 0, lane);
+    gemm_ss<MT, NT, D / 16, false, false, LQ, LK>(s, sQ, wrow, sK, wkey, lane);
     const bool full = mask.tile_full(q_lo, q_hi, c0, c0 + BN);
-    fwd_score_mod<VAR, PLAIN>(s, a, mask, pack, r0 + wrow, c0, full, lane, slope_unit);
+    fwd_score_mod<VAR, PLAIN>(s, a, mask, pack, r0 + wrow, c0 + wkey, full, lane, slope_unit);
 
     cp_async_wait<0>();  // V_n landed
     __syncthreads();     // ... and every warp is done with K_n
@@ -254,16 +261,64 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
     }
     uint32_t p[MT][NT / 2][4];
     c_to_a<T>(p, s);
-    gemm_rs<MT, DT, NT / 2, true, LK>(o, p, sV, 0, lane);
+    gemm_rs<MT, DT, NT / 2, true, LK>(o, p, sV, 0, lane, wkey);
   }
 
   cp_async_wait<0>();
   __syncthreads();
 
+  if constexpr (KEY_SPLIT) {
+    // Warp 1 hands its state (m, its part of l, unnormalised O) to warp 0
+    // through the K and V tiles (free after the loop), element for element
+    // in fragment order; warp 0 rescales both to the common max (the seed's
+    // rule) and goes on alone.
+    constexpr int kVals = MT * 2 * (2 + DT * 2);
+    float* x = reinterpret_cast<float*>(sK);  // [kVals][32]
+    static_assert(kVals * 32 * sizeof(float) <= 2 * LK::kSize * sizeof(T), "K and V tiles hold warp 1's state");
+    int v = 0;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (warp == 1) {
+          x[v++ * 32 + lane] = sm.m[mt][h];
+          x[v++ * 32 + lane] = sm.l[mt][h];
+#pragma unroll
+          for (int dt = 0; dt < DT; ++dt) {
+            x[v++ * 32 + lane] = o[mt][dt][2 * h];
+            x[v++ * 32 + lane] = o[mt][dt][2 * h + 1];
+          }
+        }
+      }
+    __syncthreads();
+    if (warp == 0) {
+      v = 0;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float m1 = x[v++ * 32 + lane], l1 = x[v++ * 32 + lane];
+          const float m0 = sm.m[mt][h], mx = fmaxf(m0, m1);
+          // Both -inf (no key seen yet by either): nothing to rescale.
+          const float ms = mx == -INFINITY ? 0.f : mx * a.mult;
+          const float a0 = fast_exp2(m0 * a.mult - ms), a1 = fast_exp2(m1 * a.mult - ms);
+          sm.m[mt][h] = mx;
+          sm.l[mt][h] = sm.l[mt][h] * a0 + l1 * a1;
+#pragma unroll
+          for (int dt = 0; dt < DT; ++dt) {
+            o[mt][dt][2 * h] = o[mt][dt][2 * h] * a0 + x[v++ * 32 + lane] * a1;
+            o[mt][dt][2 * h + 1] = o[mt][dt][2 * h + 1] * a0 + x[v++ * 32 + lane] * a1;
+          }
+        }
+    }
+  }
+
   float lse[MT][2];
   sm.finish(o, a.mult, lse);
   const int g = lane >> 2, t = lane & 3;
+  const bool writer = !KEY_SPLIT || warp == 0;  // holds rows of the result
   if (nsplit > 1) {
+    if (!writer) return;
     // Partial result of this key slice, fp32, for the combine kernel.
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -282,7 +337,7 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
       }
     return;
   }
-  if (a.lse != nullptr && t == 0) {
+  if (a.lse != nullptr && t == 0 && writer) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -293,7 +348,7 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   }
   // Stage O through the Q tile (each warp overwrites only its own rows, which
   // only it has read), then write 16-byte rows.
-  store_c<LQ, T>(sQ, o, wrow, 0, lane);
+  if (writer) store_c<LQ, T>(sQ, o, wrow, 0, lane);
   __syncthreads();
   T* obase = static_cast<T*>(const_cast<void*>(a.o.ptr));
   if (pack > 1) {

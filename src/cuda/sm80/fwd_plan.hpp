@@ -4,8 +4,8 @@
 //
 // Split heuristic (flash-decoding): blocks = query tiles x heads x batch.
 // When they already fill most SMs a split only adds the combine pass; below
-// that, split the key range so that about two (128-row) or four (one-warp
-// decode; 16 with 16-key tiles: decode_blocks_per_sm) blocks per SM are in
+// that, split the key range so that about two (128-row) or four (decode
+// tiles; 16 with 16-key tiles: decode_blocks_per_sm) blocks per SM are in
 // flight,
 // keeping each piece >= 2 key tiles (128 keys) so the fixed cost of loading Q
 // and writing a partial row stays small beside it.
@@ -23,7 +23,8 @@
 
 namespace flashattn::detail::cuda::sm80 {
 
-// Decode tiles: 16 query rows, one warp. With 128-row tiles a decode step
+// Decode tiles: 16 query rows, one warp (two splitting the keys: FwdDecodeCfg
+// below). With 128-row tiles a decode step
 // (one token, a GQA group of 8 heads packed: 8 rows) would run 16x the
 // tensor-core work it needs and become compute-bound (measured on the H200:
 // batch 64, context 128k at 56 % of the copy bandwidth); a 16-row, one-warp
@@ -37,15 +38,28 @@ namespace flashattn::detail::cuda::sm80 {
 // took decode from 0.4-0.6 of the copy bandwidth to 0.6-1.0; head dim 128
 // stays at 64, 4-9% faster than 32 despite its spills.
 constexpr int decode_key_tile(int d) { return d == 192 ? 16 : d == 96 || d == 256 ? 32 : 64; }
-// How many one-warp decode blocks per SM the split heuristic aims at. 16-key
+// How many decode blocks per SM the split heuristic aims at. 16-key
 // tiles hold few bytes in flight per block; 16 blocks per SM instead of 4 took
 // head dim 192 from 0.67-0.73 to 0.81-0.99 of the copy bandwidth from 8 x 8k (and
 // 64 x 1k from 0.66 to 0.60). Scaling the same way for 32-key tiles (8 per
 // SM) lost 5-10% at head dim 256 and at batch 8 at head dim 96 (bench/NOTES.md).
 constexpr int decode_blocks_per_sm(int d) { return decode_key_tile(d) == 16 ? 16 : 4; }
+// Two warps share a decode block where each gets 16 keys or more of a tile:
+// warp w takes keys [w BN/2, (w + 1) BN/2) of every tile with a softmax state
+// of its own, and the two states merge once after the key loop (fwd_kernel's
+// KEY_SPLIT). ncu of the one-warp block (bench/results/h200-decode-ncu-20261204/):
+// one warp per scheduler, so every HMMA, MUFU and shared-load latency of a
+// tile's S, softmax and P V was exposed (fixed-latency "wait" 22% of the
+// samples, instruction fetch 15%, the K/V waits 31%); two warps on the same
+// K/V tiles overlap those latencies without more shared memory per SM; each
+// warp's S and P halve, so ptxas no longer spills (head dim 128: 223
+// registers). Measured: level to +20% at every point of bench_decode.py at head dims
+// 96, 128 and 256 (bench/NOTES.md, "KV-cache decode").
+constexpr bool decode_key_split(int d) { return decode_key_tile(d) >= 32; }
 template <int D>
 struct FwdDecodeCfg {
-  static constexpr int BM = 16, BN = decode_key_tile(D), NW = 1;
+  static constexpr bool KEY_SPLIT = decode_key_split(D);
+  static constexpr int BM = 16, BN = decode_key_tile(D), NW = KEY_SPLIT ? 2 : 1;
   static constexpr size_t smem() { return tile_bytes(BM, D) + 2 * tile_bytes(BN, D); }
 };
 
@@ -95,7 +109,7 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
   const int64_t blocks = f.m_blocks * f.heads_y * p.batch;
   const int64_t tiles = (p.seqlen_k + bn - 1) / bn;
   int64_t ns = 1;
-  // One-warp decode blocks: aim at ~4 per SM (several K/V tiles in flight
+  // Decode blocks: aim at ~4 per SM (several K/V tiles in flight
   // per SM), 16 with 16-key tiles (decode_blocks_per_sm); 128-row blocks:
   // ~2 per SM.
   const int decode_per_sm = decode_blocks_per_sm(tile_head_dim(p.head_dim));
@@ -103,7 +117,12 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
     ns = p.num_splits;
   } else if (blocks > 0 && blocks < num_sms * (f.decode ? decode_per_sm : 1) * 4 / 5) {
     const int64_t want = int64_t(num_sms) * (f.decode ? decode_per_sm : 2);
-    ns = (want + blocks - 1) / blocks;
+    // Two-warp decode blocks (223-255 registers) fit 4 per SM: rounding the
+    // split count up put the blocks past `want` into a second wave (batch 8:
+    // 64 blocks x 9 pieces = 576 > 528 on 132 SMs, 15-17% slower than 8
+    // pieces), so those round down.
+    const bool cap = f.decode && decode_key_split(tile_head_dim(p.head_dim));
+    ns = cap ? std::max<int64_t>(want / blocks, 1) : (want + blocks - 1) / blocks;
     ns = std::min(ns, (tiles + 1) / 2);
   }
   ns = std::min<int64_t>({ns, std::max<int64_t>(tiles, 1), kMaxSplits, 65535 / std::max<int64_t>(p.batch, 1)});

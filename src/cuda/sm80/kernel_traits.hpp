@@ -20,6 +20,7 @@ template <int D>
 struct FwdCfg {
   static constexpr int BM = 128, BN = 64;
   static constexpr int NW = D <= 128 ? 4 : 8;
+  static constexpr bool KEY_SPLIT = false;  // warps own rows (FwdDecodeCfg: keys)
   static constexpr size_t smem() { return tile_bytes(BM, D) + 2 * tile_bytes(BN, D); }
 };
 
