@@ -36,13 +36,15 @@ namespace flashattn::detail::cuda::sm80 {
 // bytes at head dims 96 / 128 / 192 / 256. Measured on the H200
 // (bench/NOTES.md, "decode key tile"): 32 keys at 96 and 256 and 16 at 192
 // took decode from 0.4-0.6 of the copy bandwidth to 0.6-1.0; head dim 128
-// stays at 64, 4-9% faster than 32 despite its spills.
-constexpr int decode_key_tile(int d) { return d == 192 ? 16 : d == 96 || d == 256 ? 32 : 64; }
-// How many decode blocks per SM the split heuristic aims at. 16-key
-// tiles hold few bytes in flight per block; 16 blocks per SM instead of 4 took
-// head dim 192 from 0.67-0.73 to 0.81-0.99 of the copy bandwidth from 8 x 8k (and
-// 64 x 1k from 0.66 to 0.60). Scaling the same way for 32-key tiles (8 per
-// SM) lost 5-10% at head dim 256 and at batch 8 at head dim 96 (bench/NOTES.md).
+// stays at 64, 4-9% faster than 32 despite its spills. With two warps per
+// block (below) head dim 192 takes 32 keys too, no spills: against its
+// one-warp 16-key blocks at 16 per SM, 0.81 -> 0.86 of copy at 8 x 8k, 0.61 ->
+// 0.90 at 64 x 1k, 0.89 -> 0.94 at 64 x 128k, 8 x 128k 0.99 -> 0.97
+// (bench/results/h200-decode-d192-20261204/).
+constexpr int decode_key_tile(int d) { return d == 96 || d == 192 || d == 256 ? 32 : 64; }
+// How many decode blocks per SM the split heuristic aims at (the one-warp
+// 16-key tiles head dim 192 had took 16; bench/NOTES.md): two-warp blocks of
+// 223-255 registers fit 4.
 constexpr int decode_blocks_per_sm(int d) { return decode_key_tile(d) == 16 ? 16 : 4; }
 // Two warps share a decode block where each gets 16 keys or more of a tile:
 // warp w takes keys [w BN/2, (w + 1) BN/2) of every tile with a softmax state
