@@ -26,7 +26,7 @@ flashattn::detail::FwdParams decode_step(int64_t batch, int64_t context, int64_t
 // on 132 SMs: 9 pieces x 64 blocks = 576 measured 15-17% slower than 8 x 64).
 TEST(Sm80Plan, TwoWarpDecodeSplitsStayInOneWave) {
   for (int sms : {108, 114, 132})
-    for (int64_t d : {64, 96, 128, 256})
+    for (int64_t d : {64, 96, 128, 192, 256})
       for (int64_t batch : {1, 2, 3, 5, 8, 13, 16, 40})
         for (int64_t context : {1024, 8192, 32768, 131072}) {
           const auto p = decode_step(batch, context, d);
