@@ -19,8 +19,8 @@
 #if !defined(FA_MR) || !defined(FA_NV)
 #error "define FA_MR and FA_NV (micro-kernel rows and vectors per row)"
 #endif
-// FA_DECODE_DPBF16: bf16 decode scores on VDPBF16PS (dot_rows_dpbf16 below;
-// kernels_avx512bf16_decode.cpp sets it).
+// FA_DECODE_DPBF16: bf16 decode steps on VDPBF16PS (dot_rows_dpbf16 and
+// pv_dpbf16 below; kernels_avx512bf16_decode.cpp sets it).
 #ifndef FA_DECODE_DPBF16
 #define FA_DECODE_DPBF16 0
 #endif
@@ -267,8 +267,8 @@ void dot_rows(int64_t nk, int64_t d, const TK* K, int64_t ldk, const float* q, f
 // blocking and fold tree as dot_block.
 static_assert(VW == 16, "VDPBF16PS: 16 fp32 lanes, 32 bf16 per vector");
 template <int NC, int KR>
-[[gnu::always_inline]] inline void dot_block_dpbf16(int64_t d, const uint16_t* k, int64_t ldk, const uint16_t* q, float* s,
-                             int64_t lds, const vi& keep, float qmul) {
+[[gnu::always_inline]] inline void dot_block_dpbf16(int64_t d, const uint16_t* k, int64_t ldk, const uint16_t* q,
+                                                    float* s, int64_t lds, const vi& keep, float qmul) {
   constexpr int CG = kDotGroup<NC>, NG = NC / CG;
   vf grp[KR][NG];
 #pragma GCC unroll 8

@@ -5,8 +5,7 @@
 // Split heuristic (flash-decoding): blocks = query tiles x heads x batch.
 // When they already fill most SMs a split only adds the combine pass; below
 // that, split the key range so that about two (128-row) or four (decode
-// tiles; 16 with 16-key tiles: decode_blocks_per_sm) blocks per SM are in
-// flight,
+// tiles: kDecodeBlocksPerSm) blocks per SM are in flight,
 // keeping each piece >= 2 key tiles (128 keys) so the fixed cost of loading Q
 // and writing a partial row stays small beside it.
 #pragma once
@@ -42,11 +41,11 @@ namespace flashattn::detail::cuda::sm80 {
 // 0.90 at 64 x 1k, 0.89 -> 0.94 at 64 x 128k, 8 x 128k 0.99 -> 0.97
 // (bench/results/h200-decode-d192-20261204/).
 constexpr int decode_key_tile(int d) { return d == 96 || d == 192 || d == 256 ? 32 : 64; }
-// How many decode blocks per SM the split heuristic aims at (the one-warp
-// 16-key tiles head dim 192 had took 16; bench/NOTES.md): two-warp blocks of
-// 223-255 registers fit 4.
-constexpr int decode_blocks_per_sm(int d) { return decode_key_tile(d) == 16 ? 16 : 4; }
-// Two warps share a decode block where each gets 16 keys or more of a tile:
+// How many decode blocks per SM the split heuristic aims at, and the most
+// that fit: two-warp blocks of 223-255 registers (the one-warp 16-key tiles
+// head dim 192 had took 16; bench/NOTES.md).
+constexpr int kDecodeBlocksPerSm = 4;
+// Two warps share a decode block, each taking 16 keys or more of a tile:
 // warp w takes keys [w BN/2, (w + 1) BN/2) of every tile with a softmax state
 // of its own, and the two states merge once after the key loop (fwd_kernel's
 // KEY_SPLIT). ncu of the one-warp block (bench/results/h200-decode-ncu-20261204/):
@@ -57,11 +56,11 @@ constexpr int decode_blocks_per_sm(int d) { return decode_key_tile(d) == 16 ? 16
 // warp's S and P halve, so ptxas no longer spills (head dim 128: 223
 // registers). Measured: level to +20% at every point of bench_decode.py at head dims
 // 96, 128 and 256 (bench/NOTES.md, "KV-cache decode").
-constexpr bool decode_key_split(int d) { return decode_key_tile(d) >= 32; }
 template <int D>
 struct FwdDecodeCfg {
-  static constexpr bool KEY_SPLIT = decode_key_split(D);
-  static constexpr int BM = 16, BN = decode_key_tile(D), NW = KEY_SPLIT ? 2 : 1;
+  static constexpr bool KEY_SPLIT = true;
+  static constexpr int BM = 16, BN = decode_key_tile(D), NW = 2;
+  static_assert(BN / NW >= 16, "a warp's keys are whole 16-key mma steps");
   static constexpr size_t smem() { return tile_bytes(BM, D) + 2 * tile_bytes(BN, D); }
 };
 
@@ -112,19 +111,16 @@ inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
   const int64_t tiles = (p.seqlen_k + bn - 1) / bn;
   int64_t ns = 1;
   // Decode blocks: aim at ~4 per SM (several K/V tiles in flight
-  // per SM), 16 with 16-key tiles (decode_blocks_per_sm); 128-row blocks:
-  // ~2 per SM.
-  const int decode_per_sm = decode_blocks_per_sm(tile_head_dim(p.head_dim));
+  // per SM); 128-row blocks: ~2 per SM.
   if (p.num_splits > 0) {
     ns = p.num_splits;
-  } else if (blocks > 0 && blocks < num_sms * (f.decode ? decode_per_sm : 1) * 4 / 5) {
-    const int64_t want = int64_t(num_sms) * (f.decode ? decode_per_sm : 2);
+  } else if (blocks > 0 && blocks < num_sms * (f.decode ? kDecodeBlocksPerSm : 1) * 4 / 5) {
+    const int64_t want = int64_t(num_sms) * (f.decode ? kDecodeBlocksPerSm : 2);
     // Two-warp decode blocks (223-255 registers) fit 4 per SM: rounding the
     // split count up put the blocks past `want` into a second wave (batch 8:
     // 64 blocks x 9 pieces = 576 > 528 on 132 SMs, 15-17% slower than 8
     // pieces), so those round down.
-    const bool cap = f.decode && decode_key_split(tile_head_dim(p.head_dim));
-    ns = cap ? std::max<int64_t>(want / blocks, 1) : (want + blocks - 1) / blocks;
+    ns = f.decode ? std::max<int64_t>(want / blocks, 1) : (want + blocks - 1) / blocks;
     ns = std::min(ns, (tiles + 1) / 2);
   }
   ns = std::min<int64_t>({ns, std::max<int64_t>(tiles, 1), kMaxSplits, 65535 / std::max<int64_t>(p.batch, 1)});
