@@ -15,6 +15,7 @@
 
 #include "cpu/cpu_backend.hpp"
 #include "support/harness.hpp"
+#include "support/varlen.hpp"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -127,6 +128,51 @@ TEST_P(CpuIsa, Backward) {
   check_backward(Device::CPU, std::get<1>(GetParam()));
 }
 
+// Paged KV-cache decode steps, whose tiles the decode path reads in place one
+// run of rows per page (forward.hpp for_runs): pages of 16 rows (four runs per
+// 64-key tile) and of 48 (tile boundaries inside pages), odd key counts (a
+// last run of odd length: VDPBF16PS's P V takes even runs, the rest the
+// widening one), GQA groups of 8 and 2, split-KV, NaN in every cache row a
+// sequence does not see, a zero-length cache.
+std::vector<KvCase> isa_paged_cases() {
+  std::vector<KvCase> v;
+  for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+    for (int64_t page : {16, 48}) {
+      KvCase c;
+      c.dtype = dt;
+      c.seqlen_q = 1;
+      c.heads_q = 16;
+      c.heads_kv = 2;
+      c.head_dim = 128;
+      c.cache_lens = {1001, 70, 0};
+      c.capacity = 1056;
+      c.page_size = page;
+      v.push_back(c);
+      KvCase n = c;  // group 2, head dim 64, one appended token, 3 pieces
+      n.heads_q = 4;
+      n.head_dim = 64;
+      n.cache_lens = {333, 8};
+      n.s_new = 1;
+      n.capacity = 384;
+      n.num_splits = 3;
+      n.nan_outside = true;
+      v.push_back(n);
+    }
+  }
+  return v;
+}
+
+using IsaKvCase = std::tuple<const char*, KvCase>;
+
+class CpuIsaKv : public ::testing::TestWithParam<IsaKvCase> {};
+
+TEST_P(CpuIsaKv, PagedDecode) {
+  IsaScope scope(std::get<0>(GetParam()));
+  const std::string why = missing(std::get<0>(GetParam()));
+  if (!why.empty()) GTEST_SKIP() << why;
+  check_kvcache(Device::CPU, std::get<1>(GetParam()));
+}
+
 // CPUID leaf 0's vendor string is "AuthenticAMD".
 bool cpu_is_amd() {
 #if defined(__x86_64__)
@@ -162,6 +208,12 @@ INSTANTIATE_TEST_SUITE_P(Paths, CpuIsa,
                          ::testing::Combine(::testing::Values("amx", "avx512_bf16", "avx512", "avx2", "scalar"),
                                             ::testing::ValuesIn(isa_cases())),
                          isa_case_name);
+INSTANTIATE_TEST_SUITE_P(Paths, CpuIsaKv,
+                         ::testing::Combine(::testing::Values("amx", "avx512_bf16", "avx512", "avx2", "scalar"),
+                                            ::testing::ValuesIn(isa_paged_cases())),
+                         [](const ::testing::TestParamInfo<IsaKvCase>& info) {
+                           return std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name();
+                         });
 
 }  // namespace
 }  // namespace fa_test

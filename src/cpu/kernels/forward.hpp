@@ -264,7 +264,25 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   using T = row_type_t<KV>;
   constexpr bool kFloat = std::is_same_v<T, float>;
   const int ndot = dot_cols(d, nq, ncol);  // S by dot_rows, on K in place or converted
-  const bool in_place = std::is_same_v<KV, Rows<const T>> && in_place_tiles<T>(d, nq, ncol);
+  // A paged cache's rows are read in place too, one run of rows per page
+  // (for_runs): its decode steps converted every tile before, 2.4x the
+  // strided cache's time for bf16 and 1.2-1.3x for fp32 (bench/NOTES.md).
+  constexpr bool kPaged = std::is_same_v<KV, PagedRows<const T>>;
+  const bool in_place = (std::is_same_v<KV, Rows<const T>> || kPaged) && in_place_tiles<T>(d, nq, ncol);
+  // Calls f(j0, j1) for the runs [j0, j1) of a tile's nk keys (from c0)
+  // that are consecutive rows of K and V: the whole tile, or its share of
+  // each page.
+  auto for_runs = [&](int64_t c0, int64_t nk, auto&& f) {
+    if constexpr (kPaged) {
+      for (int64_t j0 = 0; j0 < nk;) {
+        const int64_t j1 = std::min(nk, ((c0 + j0) / K.page_size + 1) * K.page_size - c0);
+        f(j0, j1);
+        j0 = j1;
+      }
+    } else {
+      f(int64_t(0), nk);
+    }
+  };
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
@@ -280,13 +298,15 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // entries, pv_skipping_zeros below): full tiles without dropout skip the
     // check (it was 12% of a decode call's time; bench/NOTES.md).
     const bool check_v = partial || dropout;
-    const bool tile_in_place = in_place && (kFloat || !check_v);
-    const T *kin = nullptr, *vin = nullptr;  // rows read in place
+    // (A paged fp32 tile that needs the check is converted: pv_skipping_zeros
+    // reads one run.)
+    const bool tile_in_place = in_place && ((kFloat && !kPaged) || !check_v);
+    const T* vin = nullptr;  // a strided tensor's V rows read in place
     int64_t ldk = L.ldk, ldv = L.ldv;
     bool vbad = false;
     if constexpr (std::is_same_v<KV, Rows<const T>>) {
       if (tile_in_place) {
-        kin = K.row(c0), vin = V.row(c0), ldk = K.seq_stride, ldv = V.seq_stride;
+        vin = V.row(c0), ldv = V.seq_stride;
         if constexpr (kFloat) {
           for (int64_t j = 0; j < nk && check_v && !vbad; ++j) vbad = has_nonfinite(vin + j * ldv, d);
         }
@@ -305,13 +325,22 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // filling the line-fill buffers in one burst.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC), nchunk = (cb1 - cb0) / VW;
     const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + nchunk - 1) / nchunk : 0;
-    if (ndot && kin) {
-      scores_by_dot(ndot, nk, d, kin, ldk, ws + L.qr, reinterpret_cast<const uint16_t*>(ws + L.qb), qscale, s,
-                    tick);
+    if (ndot && tile_in_place) {
+      for_runs(c0, nk, [&](int64_t j0, int64_t j1) {
+        scores_by_dot(ndot, j1 - j0, d, K.row(c0 + j0), K.seq_stride, ws + L.qr,
+                      reinterpret_cast<const uint16_t*>(ws + L.qb), qscale, s + j0 * FLD, tick);
+      });
     } else if (ndot) {
       scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, nullptr, 1.0f, s);
     } else if constexpr (kFloat) {
-      gemm<false>(nk, cb1 - cb0, d, kin ? kin : kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
+      if (tile_in_place) {
+        for_runs(c0, nk, [&](int64_t j0, int64_t j1) {
+          gemm<false>(j1 - j0, cb1 - cb0, d, K.row(c0 + j0), K.seq_stride, 1, qt + cb0, FLD, s + j0 * FLD + cb0,
+                      FLD);
+        });
+      } else {
+        gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
+      }
     } else {
       gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     }
@@ -381,17 +410,27 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       } else {
         pv_skipping_zeros(nr, dp, nk, s + cb0, vb, ldv, o + cb0 * dp, al + cb0);
       }
-    } else if (vin) {
+    } else if (tile_in_place) {
+      // O's rescale by alpha goes with the first run; later runs add.
+      for_runs(c0, nk, [&](int64_t j0, int64_t j1) {
+        const T* vr = V.row(c0 + j0);
+        const float* pt = s + j0 * FLD + cb0;
 #if FA_DECODE_DPBF16
-      if constexpr (std::is_same_v<T, bf16_t>) {
-        if (ndot && dpbf16_decode<T>(d) && nk % 2 == 0) {
-          pv_dpbf16_rows(nr, nk, d, s + cb0, vin, ldv, o + cb0 * dp, dp, al + cb0,
-                         reinterpret_cast<uint32_t*>(ws + L.pp));
-          continue;
+        if constexpr (std::is_same_v<T, bf16_t>) {
+          if (ndot && dpbf16_decode<T>(d) && (j1 - j0) % 2 == 0) {
+            static constexpr float kOnes[kDotCols] = {1, 1, 1, 1, 1, 1, 1, 1};
+            pv_dpbf16_rows(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, j0 == 0 ? al + cb0 : kOnes,
+                           reinterpret_cast<uint32_t*>(ws + L.pp));
+            return;
+          }
         }
-      }
 #endif
-      gemm<true, true>(nr, dp, nk, s + cb0, 1, FLD, vin, ldv, o + cb0 * dp, dp, al + cb0);
+        if (j0 == 0) {
+          gemm<true, true>(nr, dp, j1 - j0, pt, 1, FLD, vr, V.seq_stride, o + cb0 * dp, dp, al + cb0);
+        } else {
+          gemm<true>(nr, dp, j1 - j0, pt, 1, FLD, vr, V.seq_stride, o + cb0 * dp, dp);
+        }
+      });
     } else {
       gemm<true, true>(nr, dp, nk, s + cb0, 1, FLD, vb, ldv, o + cb0 * dp, dp, al + cb0);
     }
@@ -717,7 +756,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   // four; 16-bit rows in place: 7.2-7.7 without, 10.8-11.5 with); for
   // converted 16-bit tiles it measured 5-9% slower than the hardware
   // prefetchers alone (bench/NOTES.md).
-  const int64_t kAhead = std::is_same_v<T, float> || (!PAGED && in_place_tiles<T>(sp.head_dim, nq, ncol))
+  const int64_t kAhead = std::is_same_v<T, float> || in_place_tiles<T>(sp.head_dim, nq, ncol)
                              ? FA_DECODE_PF_AHEAD * FBC
                              : 0;
   for (int64_t c0 = c_begin; c0 < std::max(c_end, c_begin + 1); c0 += step) {
