@@ -291,7 +291,10 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     // and is left out of the GEMMs and the softmax: the same values, less work
     // on a causal or window diagonal, where a 256-row query tile would
     // otherwise compute the tile's full width for rows that see none of it.
-    const auto [cb0, cb1] = partial && !ndot ? visible_columns(lo, hi, nq, c0, nk) : ColumnRange{0, ncol};
+    // (Plain variables, not a structured binding: for_runs' lambdas capture
+    // them, which C++17 does not allow for bindings.)
+    const ColumnRange cols = partial && !ndot ? visible_columns(lo, hi, nq, c0, nk) : ColumnRange{0, ncol};
+    const int64_t cb0 = cols.begin, cb1 = cols.end;
     if (cb0 >= cb1) continue;
     const int64_t nr = std::min(cb1, nq) - cb0;  // query rows of O touched
     // V's inf/NaN matter only where P has exact zeros (masked or dropped
