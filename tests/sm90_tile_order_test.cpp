@@ -129,20 +129,47 @@ TEST(Sm90SplitKv, SplitCount) {
     }
 }
 
-// Head dim 128: 128-row tiles replace 192-row ones only where they pad at
+// Head dim 128, masked or per-sequence calls: 128-row tiles replace 192-row ones only where they pad at
 // least 15% fewer rows and add no wave (the shapes bench/NOTES.md measured:
 // 32 heads, 132 SMs; batch 1 x 640 rows lost 0.7x on 128-row tiles).
 TEST(Sm90TileRules, Hd128NarrowTiles) {
-  EXPECT_TRUE(hd128_narrow_tiles_pay(256, 32, 132));      // 2 x 128 rows against 2 x 192
-  EXPECT_TRUE(hd128_narrow_tiles_pay(200, 4 * 32, 132));
-  EXPECT_TRUE(hd128_narrow_tiles_pay(256, 64 * 16, 132));  // padded self-attention, many tiles
-  EXPECT_FALSE(hd128_narrow_tiles_pay(640, 32, 132));     // 160 tiles: a second wave; 192 rows: 128
-  EXPECT_TRUE(hd128_narrow_tiles_pay(640, 4 * 32, 132));  // 5 waves x 128 rows against 4 x 192
-  EXPECT_TRUE(hd128_narrow_tiles_pay(640, 25 * 16, 132));
+  EXPECT_TRUE(hd128_narrow_tiles_pay(256, 32, 132, false));      // 2 x 128 rows against 2 x 192
+  EXPECT_TRUE(hd128_narrow_tiles_pay(200, 4 * 32, 132, false));
+  EXPECT_TRUE(hd128_narrow_tiles_pay(256, 64 * 16, 132, false));  // padded self-attention, many tiles
+  EXPECT_FALSE(hd128_narrow_tiles_pay(640, 32, 132, false));     // 160 tiles: a second wave; 192 rows: 128
+  EXPECT_TRUE(hd128_narrow_tiles_pay(640, 4 * 32, 132, false));  // 5 waves x 128 rows against 4 x 192
+  EXPECT_TRUE(hd128_narrow_tiles_pay(640, 25 * 16, 132, false));
   for (int64_t sq : {129, 192, 300, 384, 512, 1024, 2048, 16384})  // padding within 15%
-    EXPECT_FALSE(hd128_narrow_tiles_pay(sq, 4 * 32, 132)) << sq;
-  EXPECT_FALSE(hd128_narrow_tiles_pay(128, 32, 132));  // the caller's own case
-  EXPECT_FALSE(hd128_narrow_tiles_pay(256, 32, 0));    // SM count unknown
+    EXPECT_FALSE(hd128_narrow_tiles_pay(sq, 4 * 32, 132, false)) << sq;
+  EXPECT_FALSE(hd128_narrow_tiles_pay(128, 32, 132, false));  // the caller's own case
+  EXPECT_FALSE(hd128_narrow_tiles_pay(256, 32, 0, false));    // SM count unknown
+}
+
+// Unmasked padded calls (uniform tiles, round robin): the wave times alone,
+// which picked the faster tile on each of the 18 shapes measured on the H200
+// that were not a tie
+// (bench/sm90/NOTES.md, "Head dim 128: the tile by the wave count";
+// tiles_per_row = batch x heads).
+TEST(Sm90TileRules, Hd128TilesByWaves) {
+  struct Shape {
+    int64_t seqlen, tiles_per_row;
+    bool narrow;  // 128 rows measured faster
+  };
+  const Shape measured[] = {
+      {512, 32 * 16, true},  {1024, 16 * 16, true}, {2048, 8 * 16, false}, {4096, 4 * 16, false},
+      {8192, 2 * 16, false}, {16384, 16, false},    {1024, 32, true},      {2048, 32, true},
+      {4096, 32, true},      {8192, 32, false},     {2048, 64, true},      {4096, 64, false},
+      {4096, 24, false},     {4096, 48, false},     {8192, 8, true},       {3072, 32, false},
+      {6144, 32, false},     {12288, 32, false}};
+  for (const Shape& m : measured)
+    EXPECT_EQ(hd128_narrow_tiles_pay(m.seqlen, m.tiles_per_row, 132, true), m.narrow)
+        << m.seqlen << " x " << m.tiles_per_row;
+  EXPECT_FALSE(hd128_narrow_tiles_pay(4096, 40, 132, true));  // equal wave times: 192 rows
+  EXPECT_FALSE(hd128_narrow_tiles_pay(128, 32, 132, true));   // the caller's own case
+  EXPECT_FALSE(hd128_narrow_tiles_pay(4096, 32, 0, true));    // SM count unknown
+  // Where padding decides, both rules agree.
+  EXPECT_TRUE(hd128_narrow_tiles_pay(256, 32, 132, true));
+  EXPECT_FALSE(hd128_narrow_tiles_pay(640, 32, 132, true));
 }
 
 // GQA packing: groups of 2-16 with at most half a 128-row tile of query rows

@@ -85,9 +85,10 @@ int forced_block_m(const char* name) {
 // FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 128
 // or 192 force one for A/B timing (bench/sm90/NOTES.md).
 // `tiles_per_row`: the (batch, head) pairs a query tile is repeated over;
-// `sms`: the device's multiprocessors (the head-dim-128 choice counts waves).
+// `sms`: the device's multiprocessors (the head-dim-128 choice counts waves);
+// `uniform`: tiles of equal cost taken round robin (tile_rules.hpp).
 int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
-                   bool alibi, int64_t tiles_per_row, int sms) {
+                   bool alibi, int64_t tiles_per_row, int sms, bool uniform) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
   if ((softcap && d <= 128) || (alibi && d == 128)) return 128;
@@ -95,7 +96,7 @@ int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t se
     static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
     if (forced != 0) return forced;
     if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
-    return hd128_narrow_tiles_pay(seqlen_q, tiles_per_row, sms) ? kNarrowBlockMHd128 : block_m_for(d);
+    return hd128_narrow_tiles_pay(seqlen_q, tiles_per_row, sms, uniform) ? kNarrowBlockMHd128 : block_m_for(d);
   }
   if (d != 64) return block_m_for(d);
   static const int forced = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
@@ -182,7 +183,8 @@ TileShape tile_shape(const FwdParams& p) {
   t.tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
-                             p.alibi_slopes != nullptr, p.heads_q * p.batch, sm_count(p.device_index));
+                             p.alibi_slopes != nullptr, p.heads_q * p.batch, sm_count(p.device_index),
+                             !masked(p) && !p.per_sequence());
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).

@@ -9,19 +9,28 @@
 namespace flashattn::detail::cuda::sm90 {
 
 // Head dim 128, more than 128 query rows: true when 128-row tiles should
-// replace 192-row ones. Lengths where 192-row tiles leave a large part of
-// their last tile empty (193-256 rows: 384 on 192-row tiles, 256 on 128-row
-// ones; 577-640) take the 128-row tile when that pads at least 15% fewer
-// rows and its extra tiles do not add a wave: time ~ waves x rows per tile,
-// 192 rows ~5% faster per row. `tiles_per_row`: the (batch, head) pairs a
-// query tile is repeated over; `sms`: the device's multiprocessors.
-// Measured (bench/NOTES.md, "Paged caches and GQA packing on the Hopper
-// forward"): 193-256 rows 1.13-1.35x; 577-640 rows 1.05-1.11x with many
-// tiles, but 0.68-0.73x where 32 heads x 5 tiles took a second wave of 132
-// SMs that 32 x 4 did not (hence the wave count).
-inline bool hd128_narrow_tiles_pay(int64_t seqlen_q, int64_t tiles_per_row, int sms) {
+// replace 192-row ones. Time ~ waves x rows per tile, 192 rows ~5% faster
+// per row; `tiles_per_row`: the (batch, head) pairs a query tile is
+// repeated over; `sms`: the device's multiprocessors (one persistent CTA
+// each). `uniform`: every tile costs the same and the CTAs take them round
+// robin (no mask, padded batch): there the last wave's fill decides, and the
+// wave times alone pick the tile. Measured on 19 non-causal shapes of 8-64
+// heads and 512-16k tokens (bench/sm90/NOTES.md, "Head dim 128: the tile by
+// the wave count"), the rule picked the faster tile on all 18 that were not a tie: 128 rows
+// +5-23% where it picks them (32 heads x 1k-4k, 16 heads x 512-1k, 8 heads x
+// 8k: a 192-row grid leaves most of its last wave idle), 192 rows +2-8%
+// elsewhere. Otherwise (masked calls claim their tiles dynamically; varlen
+// and KV-cache tiles past a sequence's end are skipped, so the counts are
+// not the waves) 128-row tiles are taken only where they pad at least 15%
+// fewer rows (193-256 rows: 384 on 192-row tiles, 256 on 128-row ones;
+// 577-640) and add no wave. Measured (bench/NOTES.md, "Paged caches and GQA
+// packing on the Hopper forward"): 193-256 rows 1.13-1.35x; 577-640 rows
+// 1.05-1.11x with many tiles, but 0.68-0.73x where 32 heads x 5 tiles took a
+// second wave of 132 SMs that 32 x 4 did not (hence the wave count).
+inline bool hd128_narrow_tiles_pay(int64_t seqlen_q, int64_t tiles_per_row, int sms, bool uniform) {
   const int64_t rows128 = (seqlen_q + 127) / 128 * 128, rows192 = (seqlen_q + 191) / 192 * 192;
-  if (seqlen_q <= 128 || rows128 * 20 >= rows192 * 17 || sms <= 0) return false;
+  if (seqlen_q <= 128 || sms <= 0) return false;
+  if (!uniform && rows128 * 20 >= rows192 * 17) return false;
   auto waves = [&](int64_t rows, int64_t bm) { return (rows / bm * tiles_per_row + sms - 1) / sms; };
   return waves(rows128, 128) * 128 * 21 < waves(rows192, 192) * 192 * 20;
 }
