@@ -238,6 +238,12 @@ std::vector<Case> many_tile_cases() {
   add(DType::BF16, 256, 1, 136, 17, 129, 129, true, -1, -1);
   add(DType::F16, 192, 2, 68, 17, 200, 333, false, -1, -1);  // Hopper's 192 tile, GQA 4
   add(DType::BF16, 168, 1, 136, 136, 131, 131, true, -1, -1);  // zero-filled columns of it
+  // Head dim 128 without a mask, where the Hopper forward picks its tile by
+  // the wave count on 132 SMs (tile_rules.hpp): 132 tiles of 192 rows (one
+  // wave; 198 of 128 rows would be two), and 408 tiles of 128 rows (4 waves
+  // against 272 of 192 rows in 3).
+  add(DType::BF16, 128, 1, 66, 22, 384, 401, false, -1, -1);
+  add(DType::F16, 128, 1, 136, 136, 257, 250, false, -1, -1);
   return dedupe(v);
 }
 
