@@ -66,6 +66,11 @@ std::vector<Case> isa_cases() {
     // Decode with 8 query heads per KV head: dot_rows' 8 columns (on AVX2 two
     // passes of 4 over 3 key rows at a time, then a 1-row tail: 1030 = 16 x 64 + 6).
     v.push_back(make(dt, 128, 1, 1030, 16, 2, false));
+    // A decode step with softcap (the two-key softmax caps each pair of keys
+    // and the odd last key of 333 = 5 x 64 + 13 alone).
+    Case dsc = make(dt, 128, 1, 333, 8, 1, false);
+    dsc.softcap = 20.0f;
+    v.push_back(dsc);
     if (dt != DType::BF16) continue;
     v.push_back(make(dt, 64, 1, 517, 4, 2, true));  // decode, 2 columns (5 key rows at a time on AVX2)
     v.push_back(make(dt, 64, 113, 1030, 4, 1, false, Layout::BHSD));

@@ -36,6 +36,75 @@ inline vf vsel(vi m, vf a, vf b) { return m ? a : b; }
 inline vf as_vf(vi v) { return reinterpret_cast<vf>(v); }
 inline vi as_vi(vf v) { return reinterpret_cast<vi>(v); }
 
+// Two keys per vector (the decode softmax, forward.hpp): lanes [0, VW / 2)
+// hold the first VW / 2 columns of row a, lanes [VW / 2, VW) those of row b.
+// Half-width loads joined by a shuffle (memcpy into a vector went through
+// the stack). 8 lanes and more only; below, the functions return v / do
+// nothing and are never called.
+constexpr int HW = VW / 2;
+#if FA_VW >= 8
+typedef float vh_u __attribute__((vector_size(VW * 2), aligned(4)));
+#endif
+inline vf vload_halves(const float* a, const float* b) {
+#if FA_VW == 16
+  const vh_u lo = *reinterpret_cast<const vh_u*>(a), hi = *reinterpret_cast<const vh_u*>(b);
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#elif FA_VW == 8
+  const vh_u lo = *reinterpret_cast<const vh_u*>(a), hi = *reinterpret_cast<const vh_u*>(b);
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+#else
+  (void)b;
+  return vload(a);
+#endif
+}
+inline void vstore_halves(float* a, float* b, vf v) {
+#if FA_VW == 16
+  *reinterpret_cast<vh_u*>(a) = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  *reinterpret_cast<vh_u*>(b) = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+#elif FA_VW == 8
+  *reinterpret_cast<vh_u*>(a) = __builtin_shufflevector(v, v, 0, 1, 2, 3);
+  *reinterpret_cast<vh_u*>(b) = __builtin_shufflevector(v, v, 4, 5, 6, 7);
+#else
+  (void)a, (void)b, (void)v;
+#endif
+}
+// The lower half of v to a.
+inline void vstore_low(float* a, vf v) {
+#if FA_VW == 16
+  *reinterpret_cast<vh_u*>(a) = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+#elif FA_VW == 8
+  *reinterpret_cast<vh_u*>(a) = __builtin_shufflevector(v, v, 0, 1, 2, 3);
+#else
+  (void)a, (void)v;
+#endif
+}
+// The two halves exchanged, and the lower half in both.
+inline vf vswap_halves(vf v) {
+#if FA_VW == 16
+  return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+#elif FA_VW == 8
+  return __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+#else
+  return v;
+#endif
+}
+inline vf vdup_low(vf v) {
+#if FA_VW == 16
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+#elif FA_VW == 8
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 0, 1, 2, 3);
+#else
+  return v;
+#endif
+}
+// -1 in the lower half's lanes, 0 in the upper half's.
+inline vi vlow_mask() {
+  vi m;
+#pragma GCC unroll 16
+  for (int i = 0; i < VW; ++i) m[i] = i < HW ? -1 : 0;
+  return m;
+}
+
 constexpr float kNegInf = -__builtin_inff();
 constexpr float kInf = __builtin_inff();
 
