@@ -315,8 +315,8 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   constexpr bool kFloat = std::is_same_v<T, float>;
   const int ndot = dot_cols(d, nq, ncol);  // S by dot_rows, on K in place or converted
   // A paged cache's rows are read in place too, one run of rows per page
-  // (for_runs): its decode steps converted every tile before, 2.4x the
-  // strided cache's time for bf16 and 1.2-1.3x for fp32 (bench/NOTES.md).
+  // (for_runs): its decode steps converted every tile before, 2.4-2.9x the
+  // strided cache's time for bf16 and up to 1.6x for fp32 (bench/NOTES.md).
   constexpr bool kPaged = std::is_same_v<KV, PagedRows<const T>>;
   const bool in_place = (std::is_same_v<KV, Rows<const T>> || kPaged) && in_place_tiles<T>(d, nq, ncol);
   // Calls f(j0, j1) for the runs [j0, j1) of a tile's nk keys (from c0)
