@@ -57,17 +57,6 @@ inline vf vload_halves(const float* a, const float* b) {
   return vload(a);
 #endif
 }
-inline void vstore_halves(float* a, float* b, vf v) {
-#if FA_VW == 16
-  *reinterpret_cast<vh_u*>(a) = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-  *reinterpret_cast<vh_u*>(b) = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-#elif FA_VW == 8
-  *reinterpret_cast<vh_u*>(a) = __builtin_shufflevector(v, v, 0, 1, 2, 3);
-  *reinterpret_cast<vh_u*>(b) = __builtin_shufflevector(v, v, 4, 5, 6, 7);
-#else
-  (void)a, (void)b, (void)v;
-#endif
-}
 // The lower half of v to a.
 inline void vstore_low(float* a, vf v) {
 #if FA_VW == 16
@@ -96,6 +85,11 @@ inline vf vdup_low(vf v) {
 #else
   return v;
 #endif
+}
+// vload_halves' inverse.
+inline void vstore_halves(float* a, float* b, vf v) {
+  vstore_low(a, v);
+  vstore_low(b, vswap_halves(v));
 }
 // -1 in the lower half's lanes, 0 in the upper half's.
 inline vi vlow_mask() {

@@ -16,8 +16,8 @@ namespace flashattn::detail::cuda::sm90 {
 // robin (no mask, padded batch): there the last wave's fill decides, and the
 // wave times alone pick the tile. Measured on 19 non-causal shapes of 8-64
 // heads and 512-16k tokens (bench/sm90/NOTES.md, "Head dim 128: the tile by
-// the wave count"), the rule picked the faster tile on all 18 that were not a tie: 128 rows
-// +5-23% where it picks them (32 heads x 1k-4k, 16 heads x 512-1k, 8 heads x
+// the wave count"), the rule picked the faster tile on all 18 that were not
+// a tie: 128 rows +5-23% where it picks them (32 heads x 1k-4k, 16 heads x 512-1k, 8 heads x
 // 8k: a 192-row grid leaves most of its last wave idle), 192 rows +2-8%
 // elsewhere. Otherwise (masked calls claim their tiles dynamically; varlen
 // and KV-cache tiles past a sequence's end are skipped, so the counts are
