@@ -19,6 +19,7 @@
 
 namespace {
 
+using flashattn::detail::cuda::sm90::bwd_tall_steps_pay;
 using flashattn::detail::cuda::sm90::key_tiles_of_query_tile;
 using flashattn::detail::cuda::sm90::KeyTileRun;
 using flashattn::detail::cuda::sm90::query_tile_range;
@@ -37,7 +38,8 @@ struct Mask {
 };
 
 // The kernel's tiles (bwd_kernel_args.hpp: bwd_block_n(head dim) keys, 128
-// but 64 at head dim 256; bwd_block_m(head dim) queries, 64 but 128 at 64).
+// but 64 at head dim 256; bwd_block_m(head dim) queries, 64 but 128 at 64,
+// and the 80-row steps of head dim 128).
 template <int kBlockM, int kBlockN>
 void check_key_tile_runs(unsigned seed) {
   std::mt19937 gen(seed);
@@ -71,12 +73,13 @@ void check_key_tile_runs(unsigned seed) {
       ++checked;
     }
   }
-  EXPECT_GT(checked, 100000 / (kBlockM / 64));
+  EXPECT_GT(checked, 100000 * 64 / kBlockM);
 }
 
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim128) { check_key_tile_runs<64, 128>(20261129); }
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim64) { check_key_tile_runs<128, 128>(20261130); }
 TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim256) { check_key_tile_runs<64, 64>(20261131); }
+TEST(Sm90TileOrder, KeyTileRunMatchesEnumerationHeadDim128Tall) { check_key_tile_runs<80, 128>(20261204); }
 
 // Split-KV of the Hopper forward (src/cuda/sm90/split_kv.hpp): the pieces of
 // a query tile's key range, taken in order, are exactly the range (each key
@@ -170,6 +173,19 @@ TEST(Sm90TileRules, Hd128TilesByWaves) {
   // Where padding decides, both rules agree.
   EXPECT_TRUE(hd128_narrow_tiles_pay(256, 32, 132, true));
   EXPECT_FALSE(hd128_narrow_tiles_pay(640, 32, 132, true));
+}
+
+// Backward, head dim 128, unmasked: 80-row steps unless they pad more than
+// 4% more rows than 64-row ones (measured on the H200: 512 slower, 1k level,
+// 2k-16k faster; bench/sm90/NOTES.md).
+TEST(Sm90TileRules, BwdTallSteps) {
+  EXPECT_FALSE(bwd_tall_steps_pay(512));  // 560 rows against 512
+  for (int64_t sq : {1024, 2048, 4096, 8192, 16384}) EXPECT_TRUE(bwd_tall_steps_pay(sq)) << sq;
+  EXPECT_TRUE(bwd_tall_steps_pay(1030));   // 1040 against 1088
+  EXPECT_TRUE(bwd_tall_steps_pay(80));
+  EXPECT_FALSE(bwd_tall_steps_pay(64));    // 80 against 64
+  EXPECT_FALSE(bwd_tall_steps_pay(113));   // 160 against 128
+  EXPECT_TRUE(bwd_tall_steps_pay(267));    // 320 both
 }
 
 // GQA packing: groups of 2-16 with at most half a 128-row tile of query rows

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "block_mask.cuh"
 #include "bwd_tile_order.hpp"
@@ -132,8 +133,9 @@ __device__ __forceinline__ void bwd_producer(const BwdKernelArgs& a, const BwdSm
     }
     const int64_t row0 = seq.ws_row(st.head, st.m0);
 #pragma unroll
-    for (int c = 0; c < kBlockM / 64; ++c) {
+    for (int c = 0; c < (kBlockM + 63) / 64; ++c) {
       const int i = 64 * c + 2 * lane;
+      if (kBlockM % 64 != 0 && i >= kBlockM) break;
       const float2 l = *reinterpret_cast<const float2*>(a.lse2 + row0 + i);
       const float2 d = *reinterpret_cast<const float2*>(a.dsum + row0 + i);
       st_shared_f32x2(sm.lse(st.stage) + 4 * i, l.x, l.y);
@@ -191,13 +193,17 @@ template <class T>
 __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdSmem<T>& sm,
                                               const BwdSeq& seq, int hk, int kv_tile, int total,
                                               const QueryTileRange& qr, int lane, int first) {
-  static_assert(T::kDQStages == 2, "the hand-back below assumes two staging tiles");
+  // One staging tile (80-row steps) only without deterministic mode (the
+  // host's block_m_of): there a tile goes back only once its add completed.
+  constexpr int kStagesDQ = T::kDQStages;
+  static_assert(kStagesDQ == 1 || kStagesDQ == 2, "");
   constexpr int kHeadDim = T::kHeadDim, kPad = T::kDQStride - kHeadDim;
   // The consumers never write the padding columns: zero them once, so the
   // reduce-add moves defined values.
-  for (int t = first; t < T::kDQStages; t += 1 + a.det_two_writers) {
+  for (int t = first; t < kStagesDQ; t += 1 + a.det_two_writers) {
 #pragma unroll
-    for (int h = 0; h < T::kBlockM / 32; ++h) {
+    for (int h = 0; h < (T::kBlockM + 31) / 32; ++h) {
+      if (lane + 32 * h >= T::kBlockM) break;
       const uint32_t row = sm.dq(t) + ((lane + 32 * h) * T::kDQStride + kHeadDim) * 4;
 #pragma unroll
       for (int c = 0; c < kPad; c += 2) st_shared_f32x2(row + c * 4, 0.f, 0.f);
@@ -205,12 +211,12 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
   }
   fence_proxy_async_smem();
   __syncwarp();
-  for (int t = first; t < T::kDQStages && t < total; t += 1 + a.det_two_writers) {
+  for (int t = first; t < kStagesDQ && t < total; t += 1 + a.det_two_writers) {
     named_barrier_arrive(T::kBarDQEmpty + t, T::kDQSyncThreads);
   }
   for (int it = first; it < total; it += 1 + a.det_two_writers) {
     const BwdStep<T> st(it, hk, a.group, qr);
-    const int t = it % T::kDQStages;
+    const int t = it % kStagesDQ;
     named_barrier_sync(T::kBarDQFull + t, T::kDQSyncThreads);
     if (lane == 0) {
       float* tile = a.dq_accum + seq.ws_row(st.head, st.m0) * T::kDQStride;
@@ -222,7 +228,11 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
       } else {
         bulk_reduce_add_f32(tile, sm.dq(t), T::kBlockM * T::kDQStride * 4);
         tma_store_commit();
-        if (it >= 1) bulk_wait_read<1>();  // step it - 1's reduce-add has read tile 1 - t
+        if constexpr (kStagesDQ == 1) {
+          bulk_wait_read<0>();  // this step's reduce-add has read the tile
+        } else if (it >= 1) {
+          bulk_wait_read<1>();  // step it - 1's reduce-add has read tile 1 - t
+        }
       }
     }
     __syncwarp();
@@ -231,6 +241,8 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdKernelArgs& a, const BwdS
       // that step's turn as well, and the consumers with it: 2-7% at head
       // dim 128; bench/sm90/NOTES.md.)
       if (it + 2 < total) named_barrier_arrive(T::kBarDQEmpty + t, T::kDQSyncThreads);
+    } else if (kStagesDQ == 1) {
+      if (it + 1 < total) named_barrier_arrive(T::kBarDQEmpty, T::kDQSyncThreads);
     } else if (it >= 1 && it + 1 < total) {
       named_barrier_arrive(T::kBarDQEmpty + (1 - t), T::kDQSyncThreads);
     }
@@ -293,12 +305,25 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   const int warp = tid / 32, lane = tid % 32, t4 = lane % 4;
   // This thread's accumulator rows (keys, local to the CTA): krow and krow + 8.
   const int krow = 64 * cw + 16 * warp + lane / 4;
+  // 80-row steps (bwd_kernel_args.hpp): registers are short, see below.
+  constexpr bool kTall = T::kSubM == kBwdTallBlockM;
+  // Advanced descriptors: on the low word where registers are short
+  // (wgmma.cuh, desc_advance_lo); the 64-row kernels keep their code.
+  auto adv = [](uint64_t d, uint32_t bytes) {
+    if constexpr (kTall) {
+      return desc_advance_lo(d, bytes);
+    } else {
+      return desc_advance(d, bytes);
+    }
+  };
 
   float dk[kHeadDim / 2], dv[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) dk[i] = dv[i] = 0.f;
 
   const BlockMask& mask = seq.mask;
+  // This thread's key rows past the keys' end (the 80-row steps' mask).
+  [[maybe_unused]] const bool key_out[2] = {c0 + krow >= seq.len_k, c0 + krow + 8 >= seq.len_k};
   mbar_wait(sm.kv_full(), 0);
   if (kVarlen && c0 + kBlockN > seq.len_k) {  // bwd_seq.cuh
     zero_rows_past_end<kBlockN, T::kAtoms>(sm.k(), sm.v(), seq.len_k - c0, 128 * cw + tid, 256, T::kBarZero);
@@ -310,7 +335,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   // dQ's operands, both MN-major: K [key][head dim] as B and dS^T
   // [key][query] as A. Split by columns, this warpgroup's N = 64 head-dim
   // columns are K's atom column cw; split by rows, its 64 query rows are
-  // dS^T's atom column cw.
+  // dS^T's atom column cw. Transposed (80-row steps), K's atom column cw is
+  // A (M = 64 head-dim columns) and dS^T B (N = 80 queries, two atom
+  // columns, LBO apart).
   constexpr bool kSplitRows = T::kDQSplitRows;
   const uint64_t desc_kb =
       make_desc_sw128(sm.k() + (kSplitRows ? 0 : cw) * kBlockN * 128, kBlockN * 128, 1024);
@@ -330,64 +357,79 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     const uint64_t desc_q = make_desc_sw128(sm.q(st.stage), 16, 1024);
     const uint64_t desc_do = make_desc_sw128(sm.dout(st.stage), 16, 1024);
 
-    // The step's queries in sub-tiles of 64 (one at head dim 128, two at
-    // 64): S^T, dP^T, dV and dK per sub-tile keep 64 fp32 values of S^T and
-    // of dP^T live instead of kBlockM / 2 each (at 128 query rows those,
-    // dK, dV and the fragments exceed the 240 registers: ptxas serialized
-    // every wgmma). A sub-tile's S^T and dP^T wgmmas queue behind the
-    // previous sub-tile's dV and dK. pf/dsf[h] stay live until the wgmmas
-    // reading them retire (the next sub-tile's first wait, or dQ's).
-    constexpr int kSub = T::kSubTiles;
-    uint32_t pf[kSub][4][4], dsf[kSub][4][4];
+    // The step's queries in sub-tiles of kSubM (one of 64 or 80 at head dim
+    // 128, two of 64 at 64): S^T, dP^T, dV and dK per sub-tile keep kSubM / 2
+    // fp32 values of S^T and of dP^T live instead of kBlockM / 2 each (at
+    // 128 query rows those, dK, dV and the fragments exceed the 240
+    // registers: ptxas serialized every wgmma). A sub-tile's S^T and dP^T
+    // wgmmas queue behind the previous sub-tile's dV and dK. pf/dsf[h] stay
+    // live until the wgmmas reading them retire (the next sub-tile's first
+    // wait, or dQ's).
+    constexpr int kSub = T::kSubTiles, kSubM = T::kSubM, kJ = kSubM / 8, kKs = kSubM / 16;
+    uint32_t pf[kSub][kKs][4], dsf[kSub][kKs][4];
     const uint32_t lse_s = sm.lse(st.stage), dsum_s = sm.dsum(st.stage);
     // dO and Q as MN-major B operands of dV and dK (LBO = one atom column).
     const uint64_t desc_do_mn = make_desc_sw128(sm.dout(st.stage), kBlockM * 128, 1024);
     const uint64_t desc_q_mn = make_desc_sw128(sm.q(st.stage), kBlockM * 128, 1024);
 #pragma unroll
     for (int h = 0; h < kSub; ++h) {
-      const int q0 = st.m0 + 64 * h;  // the sub-tile's first query
-      float s[32], dp[32];
+      const int q0 = st.m0 + kSubM * h;  // the sub-tile's first query
+      float s[kSubM / 2], dp[kSubM / 2];
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) {
         const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
-        const uint32_t ob = (kk / 4) * kBlockM * 128 + h * 64 * 128 + (kk % 4) * 32;
-        Wgmma<64, Tag>::ss(s, desc_advance(desc_k, oa), desc_advance(desc_q, ob), kk > 0);
+        const uint32_t ob = (kk / 4) * kBlockM * 128 + h * kSubM * 128 + (kk % 4) * 32;
+        Wgmma<kSubM, Tag>::ss(s, adv(desc_k, oa), adv(desc_q, ob), kk > 0);
       }
       wgmma_commit();
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) {
         const uint32_t oa = (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
-        const uint32_t ob = (kk / 4) * kBlockM * 128 + h * 64 * 128 + (kk % 4) * 32;
-        Wgmma<64, Tag>::ss(dp, desc_advance(desc_v, oa), desc_advance(desc_do, ob), kk > 0);
+        const uint32_t ob = (kk / 4) * kBlockM * 128 + h * kSubM * 128 + (kk % 4) * 32;
+        Wgmma<kSubM, Tag>::ss(dp, adv(desc_v, oa), adv(desc_do, ob), kk > 0);
       }
       wgmma_commit();
       // This thread's LSE*log2e values, loaded while the wgmmas run (loads
       // issued after the wait left the exp2 FMAs stalled on them; D's loads
-      // stay below, where dV hides them and registers are not short).
-      float2 lse[8];
+      // stay below, where dV hides them and registers are not short). At 80
+      // rows the 20 registers are not there (ptxas serialized every wgmma).
+      constexpr int kJEarly = kTall ? 0 : kJ;
+      float2 lse[kJ];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) lse[j] = ld_shared_f32x2(lse_s + (64 * h + 8 * j + 2 * t4) * 4);
+      for (int j = 0; j < kJEarly; ++j) lse[j] = ld_shared_f32x2(lse_s + (kSubM * h + 8 * j + 2 * t4) * 4);
       wgmma_wait<1>();  // S^T is ready (and the previous sub-tile's dV, dK); dP^T may still run
       fence_operand(s);
-      [[maybe_unused]] uint32_t g[16];  // softcap: 1 - tanh^2, for dS
+      [[maybe_unused]] uint32_t g[kSubM / 4];  // softcap: 1 - tanh^2, for dS
       // score_mod.cuh: natural units (a.scale_log2 = log2 e).
       modify_scores_bwd<kMod>(s, g, a, neg_slope, static_cast<float>(q0 + 2 * t4 + mask.offset - (c0 + krow)));
 
       // P^T: accumulator element 4j + 2hh + e is key krow + 8hh, query
       // q0 + 8j + 2t4 + e. Padding rows (>= seqlen_q) carry LSE*log2e = +inf.
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float2 l = lse[j];
+      for (int j = 0; j < kJ; ++j) {
+        const float2 l = j < kJEarly ? lse[j] : ld_shared_f32x2(lse_s + (kSubM * h + 8 * j + 2 * t4) * 4);
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           s[4 * j + 2 * hh + 0] = ex2(fmaf(s[4 * j + 2 * hh + 0], a.scale_log2, -l.x));
           s[4 * j + 2 * hh + 1] = ex2(fmaf(s[4 * j + 2 * hh + 1], a.scale_log2, -l.y));
         }
       }
-      if (!tile_is_full<kBlockN>(mask, q0, min(q0 + 64, seq.len_q), c0)) {
+      if constexpr (kTall) {
+        // Unmasked calls only (bwd_sm90.cu, block_m_of): the one bound is
+        // the keys' end, the same for every query of a key row (the general
+        // mask below, per query, left ptxas short of registers for the wgmma
+        // pipeline). Rows past the queries' end have P = 0 by their +inf LSE.
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < kJ; ++j) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            if (key_out[hh]) s[4 * j + 2 * hh] = s[4 * j + 2 * hh + 1] = 0.f;
+          }
+        }
+      } else if (!tile_is_full<kBlockN>(mask, q0, min(q0 + kSubM, seq.len_q), c0)) {
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int q = q0 + 8 * j + 2 * t4 + e;
@@ -400,28 +442,49 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
           }
         }
       }
-      to_a_frags<E, 64>(s, pf[h]);
+      to_a_frags<E, kSubM>(s, pf[h]);
+      // 80 rows: P^T for dS^T kept as fp16 pairs (below); with fp16 inputs
+      // those are the dV fragments themselves.
+      [[maybe_unused]] uint32_t ph[kTall ? kSubM / 4 : 1];
+      if constexpr (kTall) {
+#pragma unroll
+        for (int i = 0; i < kSubM / 4; ++i) {
+          ph[i] = std::is_same_v<typename T::Element, __half> ? pf[h][i / 4][i % 4]
+                                                               : ElementTraits<__half>::pack(s[2 * i], s[2 * i + 1]);
+        }
+      }
 
       // dV += P^T dO.
       fence_operand(dv);
       fence_operand(pf[h]);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        Wgmma<kHeadDim, Tag>::rs(dv, pf[h][kk], desc_advance(desc_do_mn, (4 * h + kk) * 16 * 128), 1);
+      for (int kk = 0; kk < kKs; ++kk) {
+        Wgmma<kHeadDim, Tag>::rs(dv, pf[h][kk], adv(desc_do_mn, (kKs * h + kk) * 16 * 128), 1);
       }
       wgmma_commit();
       wgmma_wait<1>();  // dP^T is ready; dV may still run
       fence_operand(dp);
 
-      // dS^T = P^T (dP^T - D).
+      // dS^T = P^T (dP^T - D). At 80 rows P^T comes from fp16 pairs (ph)
+      // rather than the fp32 S^T registers: S^T, dP^T, dV and dK hold 208 of
+      // the 240 registers, and with the fp32 P^T live until here ptxas
+      // serialized every wgmma. fp16 keeps 11 bits of P^T in [0, 1]; taken
+      // from the bf16 dV fragments (8 bits) the dQ error doubled
+      // (bench/sm90/NOTES.md, "Backward: 80-row steps at head dim 128").
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float2 d = ld_shared_f32x2(dsum_s + (64 * h + 8 * j + 2 * t4) * 4);
+      for (int j = 0; j < kJ; ++j) {
+        const float2 d = ld_shared_f32x2(dsum_s + (kSubM * h + 8 * j + 2 * t4) * 4);
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          dp[4 * j + 2 * hh + 0] = s[4 * j + 2 * hh + 0] * (dp[4 * j + 2 * hh + 0] - d.x);
-          dp[4 * j + 2 * hh + 1] = s[4 * j + 2 * hh + 1] * (dp[4 * j + 2 * hh + 1] - d.y);
+          float2 pv;
+          if constexpr (kTall) {
+            pv = unpack_half2(ph[2 * j + hh]);
+          } else {
+            pv = make_float2(s[4 * j + 2 * hh + 0], s[4 * j + 2 * hh + 1]);
+          }
+          dp[4 * j + 2 * hh + 0] = pv.x * (dp[4 * j + 2 * hh + 0] - d.x);
+          dp[4 * j + 2 * hh + 1] = pv.y * (dp[4 * j + 2 * hh + 1] - d.y);
           if constexpr ((kMod & kModSoftcap) != 0) {
             const float2 gg = unpack_half2(g[2 * j + hh]);
             dp[4 * j + 2 * hh + 0] *= gg.x;
@@ -429,21 +492,22 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
           }
         }
       }
-      to_a_frags<E, 64>(dp, dsf[h]);
+      to_a_frags<E, kSubM>(dp, dsf[h]);
 
       // dK += dS^T Q.
       fence_operand(dk);
       fence_operand(dsf[h]);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        Wgmma<kHeadDim, Tag>::rs(dk, dsf[h][kk], desc_advance(desc_q_mn, (4 * h + kk) * 16 * 128), 1);
+      for (int kk = 0; kk < kKs; ++kk) {
+        Wgmma<kHeadDim, Tag>::rs(dk, dsf[h][kk], adv(desc_q_mn, (kKs * h + kk) * 16 * 128), 1);
       }
       wgmma_commit();
 
       // dS^T to shared memory, [key][query] in atom columns of 64 queries
-      // (this sub-tile's is column h) with the 128-byte swizzle: row r's
-      // 16-byte chunk j (queries 8j..8j+7) sits at chunk j ^ (r % 8).
+      // (this sub-tile's is column h; 80 queries: 64 in column 0, 16 in 1)
+      // with the 128-byte swizzle: row r's 16-byte chunk j (queries
+      // 8j..8j+7 of its column) sits at chunk j ^ (r % 8).
       // Fragment word (j, hh) is dsf[h][j / 2][2 * (j % 2) + hh]. r % 8 =
       // lane / 4 for both rows (krow, krow + 8) and fills the row's address
       // bits 4-6, so each address is ds_row xor a constant (column and + 8
@@ -452,10 +516,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
       // staging.
       const uint32_t ds_row = sm.ds() + krow * 128 + (lane / 4) * 16 + t4 * 4;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < kJ; ++j) {
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          st_shared_u32((ds_row ^ (j * 16)) + h * kBlockN * 128 + hh * 8 * 128,
+          st_shared_u32((ds_row ^ (j % 8 * 16)) + (h + j / 8) * kBlockN * 128 + hh * 8 * 128,
                         dsf[h][j / 2][2 * (j % 2) + hh]);
         }
       }
@@ -463,14 +527,20 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     fence_proxy_async_smem();  // st.shared -> wgmma reads (async proxy)
     named_barrier_sync(T::kBarDS, 256);
 
-    // This warpgroup's part of dQ = dS K, over all kBlockN keys.
+    // This warpgroup's part of dQ = dS K (or of dQ^T = K^T dS^T), over all
+    // kBlockN keys.
     constexpr int kDQN = T::kDQN;
     float dq[kDQN / 2];
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      Wgmma<kDQN, Tag>::ss_tt(dq, desc_advance(desc_ds, kk * 16 * 128),
-                                      desc_advance(desc_kb, kk * 16 * 128), kk > 0);
+      if constexpr (T::kDQTransposed) {
+        Wgmma<kDQN, Tag>::ss_tt(dq, adv(desc_kb, kk * 16 * 128), adv(desc_ds, kk * 16 * 128),
+                                kk > 0);
+      } else {
+        Wgmma<kDQN, Tag>::ss_tt(dq, adv(desc_ds, kk * 16 * 128), adv(desc_kb, kk * 16 * 128),
+                                kk > 0);
+      }
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -489,17 +559,35 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
     mbar_arrive(sm.q_empty(st.stage));
 
     // Stage dQ (fp32, padded rows) for the writer, once it has read what
-    // this staging tile held two steps ago.
+    // this staging tile held kDQStages steps ago.
     const int t = it % T::kDQStages;
     named_barrier_sync(T::kBarDQEmpty + t, T::kDQSyncThreads);
+    if constexpr (T::kDQTransposed) {
+      // dQ^T element 4j + 2hh + e: head-dim column 64cw + 16warp + lane/4 +
+      // 8hh, query 8j + 2t4 + e; one float per store, down the query rows
+      // (kDQStride = 4 mod 32 banks: the warp's 32 stores hit 32 banks).
 #pragma unroll
-    for (int j = 0; j < kDQN / 8; ++j) {
+      for (int j = 0; j < kDQN / 8; ++j) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int row = (kSplitRows ? 64 * cw : 0) + 16 * warp + lane / 4 + 8 * hh;
-        const int col = (kSplitRows ? 0 : 64 * cw) + 8 * j + 2 * t4;
-        st_shared_f32x2(sm.dq(t) + (row * T::kDQStride + col) * 4, dq[4 * j + 2 * hh],
-                        dq[4 * j + 2 * hh + 1]);
+        for (int hh = 0; hh < 2; ++hh) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int row = 8 * j + 2 * t4 + e;
+            const int col = 64 * cw + 16 * warp + lane / 4 + 8 * hh;
+            st_shared_u32(sm.dq(t) + (row * T::kDQStride + col) * 4, __float_as_uint(dq[4 * j + 2 * hh + e]));
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kDQN / 8; ++j) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int row = (kSplitRows ? 64 * cw : 0) + 16 * warp + lane / 4 + 8 * hh;
+          const int col = (kSplitRows ? 0 : 64 * cw) + 8 * j + 2 * t4;
+          st_shared_f32x2(sm.dq(t) + (row * T::kDQStride + col) * 4, dq[4 * j + 2 * hh],
+                          dq[4 * j + 2 * hh + 1]);
+        }
       }
     }
     fence_proxy_async_smem();  // st.shared -> bulk-copy reads (async proxy)

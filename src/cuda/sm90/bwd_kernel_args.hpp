@@ -22,6 +22,14 @@ namespace flashattn::detail::cuda::sm90 {
 constexpr bool bwd_split_head_dim(int head_dim) { return head_dim > 128; }
 constexpr int bwd_block_n(int head_dim) { return bwd_split_head_dim(head_dim) ? 64 : 128; }
 constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
+// Head dim 128 also has a kernel on 80-row steps (FlashAttention-3's choice
+// for its non-causal backward): each step's five products are 25% longer for
+// the same barriers, waits and hand-offs. Its dQ = dS K runs transposed (dQ^T
+// = K^T dS^T, N = 80 query columns; a wgmma's M is 64 rows) and its single
+// dQ staging tile makes room for the taller Q/dO stages (bwd_traits.cuh).
+// The host picks it per call (bwd_sm90.cu, block_m_of).
+constexpr int kBwdTallBlockM = 80;
+constexpr bool bwd_tall_steps_built(int head_dim) { return head_dim == 128; }
 // The split's columns: consumer warpgroup w takes columns bwd_split_col0(w)
 // .. + bwd_split_cols(head_dim, w) of dK, dV and dQ. Whole 64-column
 // (128-byte) swizzle atoms, because an MN-major wgmma operand (dO, Q and K
@@ -36,9 +44,11 @@ constexpr int bwd_split_cols(int head_dim, int w) { return w == 0 ? 128 : head_d
 constexpr int kBwdDQPad = 8;
 // Floats per query row of the accumulator. The split head dims stage dQ in
 // the step's Q/dO buffers, which have no room for padding: their rows are
-// swizzled instead (bwd_dq_split_offset).
-constexpr int bwd_dq_stride(int head_dim) {
-  return bwd_split_head_dim(head_dim) ? head_dim : head_dim + kBwdDQPad;
+// swizzled instead (bwd_dq_split_offset). The 80-row steps stage dQ^T's
+// fragments as single floats down the query rows, which a pad of 4 keeps
+// conflict-free (rows 4 banks apart; 8 would put 2 lanes on each bank).
+constexpr int bwd_dq_stride(int head_dim, int block_m) {
+  return bwd_split_head_dim(head_dim) ? head_dim : head_dim + (block_m == kBwdTallBlockM ? 4 : kBwdDQPad);
 }
 // The split head dims: where dQ[row][col] of a 64-query tile sits in the
 // tile's 64 x head_dim floats of the accumulator. Each warpgroup's columns
@@ -92,7 +102,8 @@ struct BwdKernelArgs {
   // that every query tile has bwd_block_m aligned values (the producer warp
   // copies them in float2s); the fp32 dQ accumulator over the same rows,
   // bwd_dq_stride(head_dim) floats each, the staging tile's layout (at head
-  // dim 256 each query tile's block permuted: bwd_dq_split_offset).
+  // dim 256 each query tile's block permuted: bwd_dq_split_offset); block_m
+  // is the kernel's (bwd_block_m, or kBwdTallBlockM).
   const float* lse2;
   const float* dsum;
   float* dq_accum;
@@ -165,10 +176,11 @@ struct BwdPrepArgs {
   // head stride.
   const int* cu_seqlens_q;
   int64_t ws_head_rows, total_q, lse_sh;
-  // head_dim: the tile's (workspace rows, bwd_dq_stride); cols: the
-  // caller's head_dim (<= head_dim), the columns of dQ; cols_o: v's head dim
-  // (<= head_dim), the columns of O and dO.
-  int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim, cols, cols_o;
+  // head_dim: the tile's; cols: the caller's head_dim (<= head_dim), the
+  // columns of dQ; cols_o: v's head dim (<= head_dim), the columns of O and
+  // dO; block_m: the kernel's query rows per step (varlen workspace rows);
+  // dq_stride: floats per accumulator row, bwd_dq_stride(head_dim, block_m).
+  int batch, heads_q, seqlen_q, seqlen_q_pad, head_dim, cols, cols_o, block_m, dq_stride;
   float scale;
 };
 

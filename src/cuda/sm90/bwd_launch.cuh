@@ -12,9 +12,9 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-template <class Element, int kHeadDim, bool kVarlen>
+template <class Element, int kHeadDim, bool kVarlen, int kBlockM>
 Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream_t stream) {
-  using T = BwdTraits<Element, kHeadDim>;
+  using T = BwdTraits<Element, kHeadDim, kBlockM>;
   auto fail = [](const char* what, cudaError_t e) {
     return Status::Error(ErrorCode::CudaError,
                          std::string("sm90 backward: ") + what + ": " + cudaGetErrorString(e));
@@ -35,13 +35,22 @@ Status launch_bwd(const BwdKernelArgs& args, const BwdPrepArgs& prep, cudaStream
       <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), 256, 0, stream>>>(prep);
   if ((e = cudaGetLastError()) != cudaSuccess) return fail("preprocess launch", e);
 
-  // Softcap / ALiBi: the score-mod kernels (score_mod.cuh).
+  // Softcap / ALiBi: the score-mod kernels (score_mod.cuh); the 80-row
+  // steps have none, nor a mask or the deterministic mode (bwd_sm90.cu's
+  // block_m_of keeps those calls on 64 rows).
   auto* kernel = &bwd_kernel<T, kVarlen>;
-  switch (score_mod_bits(args.softcap > 0.f, args.alibi != nullptr)) {
-    case kModSoftcap: kernel = &bwd_kernel<T, kVarlen, kModSoftcap>; break;
-    case kModAlibi: kernel = &bwd_kernel<T, kVarlen, kModAlibi>; break;
-    case kModSoftcap | kModAlibi: kernel = &bwd_kernel<T, kVarlen, kModSoftcap | kModAlibi>; break;
-    default: break;
+  const int mods = score_mod_bits(args.softcap > 0.f, args.alibi != nullptr);
+  if constexpr (T::kDQTransposed) {
+    if (mods != 0 || args.window_left >= 0 || args.window_right >= 0 || args.deterministic) {
+      return Status::Error(ErrorCode::Internal, "sm90 backward: the 80-row steps take unmasked calls only");
+    }
+  } else {
+    switch (mods) {
+      case kModSoftcap: kernel = &bwd_kernel<T, kVarlen, kModSoftcap>; break;
+      case kModAlibi: kernel = &bwd_kernel<T, kVarlen, kModAlibi>; break;
+      case kModSoftcap | kModAlibi: kernel = &bwd_kernel<T, kVarlen, kModSoftcap | kModAlibi>; break;
+      default: break;
+    }
   }
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);
   if (e != cudaSuccess) return fail("cudaFuncSetAttribute", e);

@@ -3,12 +3,12 @@
 // Preprocess: per (batch, query head, row) of the padded row range, D =
 // rowsum(dO * O) and LSE * log2(e), and the row of the fp32 dQ accumulator
 // zeroed, written [B, Hq, seqlen_q_pad] so that the
-// main kernel reads a query tile's bwd_block_m values of each, aligned and in
+// main kernel reads a query tile's block_m values of each, aligned and in
 // bounds, without per-row checks (the sm80 preprocess writes D unpadded and
 // leaves the LSE in the caller's [B, Hq, Sq] buffer). Padding
 // rows and rows that saw no key (LSE = -inf) get +inf, which makes their P
 // (and so dS) exactly 0.
-// Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sqp, bwd_dq_stride(D)] -> the
+// Postprocess: dQ = scale * dQaccum, fp32 [B, Hq, Sqp, dq_stride] -> the
 // dtype through dq's strides.
 // Varlen (kVarlen): the workspace rows are [Hq, ws_head_rows] with sequence
 // b's at bwd_varlen_row0 (bwd_kernel_args.hpp); a row finds its sequence by
@@ -56,12 +56,11 @@ __device__ __forceinline__ uint32_t from_float2<__half>(float x, float y) {
 // hidden, twice head dim 128's 71 us, on top of a ~45 us memset; H200.)
 // Varlen: the sequence b (0 .. batch - 1) whose workspace rows begin at or
 // before row rr of a head (bwd_varlen_row0 is increasing in b).
-template <int kBlockM>
 __device__ __forceinline__ int varlen_seq_of_ws_row(const BwdPrepArgs& a, int64_t rr) {
   int lo = 0, hi = a.batch - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (bwd_varlen_row0(a.cu_seqlens_q[mid], mid, kBlockM) <= rr) lo = mid; else hi = mid - 1;
+    if (bwd_varlen_row0(a.cu_seqlens_q[mid], mid, a.block_m) <= rr) lo = mid; else hi = mid - 1;
   }
   return lo;
 }
@@ -81,7 +80,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr int kGroup = bwd_prep_lanes(kHeadDim);  // lanes per row
   static_assert(kGroup >= kHeadDim / 8 && kGroup <= 32 && 32 % kGroup == 0, "");
-  constexpr int kDQChunks = bwd_dq_stride(kHeadDim) / 4;  // float4s per accumulator row
+  const int dq_chunks = a.dq_stride / 4;  // float4s per accumulator row
   const int lane = threadIdx.x & 31, g = lane % kGroup;
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kGroup;
   const int64_t total = kVarlen ? a.heads_q * a.ws_head_rows
@@ -94,13 +93,12 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
   int i, h, len;
   int64_t o_row, do_row, lse_idx;
   if constexpr (kVarlen) {
-    constexpr int kBlockM = bwd_block_m(kHeadDim);
     h = static_cast<int>(r / a.ws_head_rows);
     const int64_t rr = r % a.ws_head_rows;
-    const int b = varlen_seq_of_ws_row<kBlockM>(a, rr);
+    const int b = varlen_seq_of_ws_row(a, rr);
     const int q0 = a.cu_seqlens_q[b];
     len = a.cu_seqlens_q[b + 1] - q0;
-    const int64_t di = rr - bwd_varlen_row0(q0, b, kBlockM);
+    const int64_t di = rr - bwd_varlen_row0(q0, b, a.block_m);
     i = di < len ? static_cast<int>(di) : len;  // len: a padding row
     o_row = (q0 + static_cast<int64_t>(i)) * a.o_ss + h * a.o_sh;
     do_row = (q0 + static_cast<int64_t>(i)) * a.do_ss + h * a.do_sh;
@@ -116,9 +114,8 @@ __global__ void __launch_bounds__(256) bwd_sm90_preprocess(const BwdPrepArgs a) 
     lse_idx = bh * a.seqlen_q + i;
   }
   if (valid) {
-    float4* acc = reinterpret_cast<float4*>(a.dq_accum + r * bwd_dq_stride(kHeadDim));
-#pragma unroll
-    for (int c = g; c < kDQChunks; c += kGroup) acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float4* acc = reinterpret_cast<float4*>(a.dq_accum + r * a.dq_stride);
+    for (int c = g; c < dq_chunks; c += kGroup) acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   float sum = 0.f;
   const bool real = i < len;
@@ -168,7 +165,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_postprocess(const BwdPrepArgs a)
     const int b = varlen_seq_of_token(a, t);
     const int q0 = a.cu_seqlens_q[b];
     i = static_cast<int>(t - q0);
-    ws_row0 = h * a.ws_head_rows + bwd_varlen_row0(q0, b, bwd_block_m(a.head_dim));
+    ws_row0 = h * a.ws_head_rows + bwd_varlen_row0(q0, b, a.block_m);
     dst += t * a.dq_ss + h * a.dq_sh;
   } else {
     i = static_cast<int>(row % a.seqlen_q);
@@ -185,7 +182,7 @@ __global__ void __launch_bounds__(256) bwd_sm90_postprocess(const BwdPrepArgs a)
     y = *reinterpret_cast<const float4*>(tile + bwd_dq_split_offset(i % 64, c + 4, a.head_dim));
   } else {
     const float4* src = reinterpret_cast<const float4*>(
-        a.dq_accum + (ws_row0 + i) * (a.head_dim + kBwdDQPad) + c);
+        a.dq_accum + (ws_row0 + i) * a.dq_stride + c);
     x = src[0];
     y = src[1];
   }

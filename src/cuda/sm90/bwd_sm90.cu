@@ -17,6 +17,7 @@
 
 #include "bwd_kernel_args.hpp"
 #include "bwd_launch.hpp"
+#include "tile_rules.hpp"
 #include "tma_desc.hpp"
 
 namespace flashattn::detail::cuda::sm90 {
@@ -50,6 +51,13 @@ constexpr const char* kBuiltHeadDims = FLASHATTN_SM90_BWD_HDIMS_STR;
 template <class Element, bool kVarlen>
 Status launch_for_head_dim(int64_t d, const BwdKernelArgs& args, const BwdPrepArgs& prep,
                            cudaStream_t stream) {
+#ifdef FLASHATTN_SM90_BWD_HDIM_128
+  if constexpr (!kVarlen) {
+    if (d == 128 && prep.block_m == kBwdTallBlockM) {
+      return launch_bwd<Element, 128, false, kBwdTallBlockM>(args, prep, stream);
+    }
+  }
+#endif
 #ifdef FLASHATTN_SM90_BWD_HDIM_64
   if (d == 64) return launch_bwd<Element, 64, kVarlen>(args, prep, stream);
 #endif
@@ -82,10 +90,35 @@ Status check_device(int device) {
 // their own head dim.
 int tile_of(const BwdParams& p) { return bwd_tile_head_dim(std::max(p.head_dim, p.dim_v())); }
 
+// Run-time switches read once per process, for A/B runs: NAME=0 or NAME=1
+// (or up to `most`) overrides `fallback`.
+int env_switch(const char* name, int fallback, int most = 1) {
+  const char* e = std::getenv(name);
+  return e != nullptr && e[0] >= '0' && e[0] <= '0' + most && e[1] == '\0' ? e[0] - '0' : fallback;
+}
+
+// Query rows per step. Head dim 128 has a kernel on 80-row steps
+// (bwd_kernel_args.hpp, kBwdTallBlockM) for padded batches without a mask,
+// softcap, ALiBi or the deterministic mode (its single dQ staging tile would
+// wait for each add's turn; its mask is the keys' end alone). It takes them
+// where it pays (tile_rules.hpp, bwd_tall_steps_pay).
+// FLASHATTN_SM90_BWD_TALL: 0 = never, 1 = that rule, 2 = every call it can
+// take (read once per process, for A/B runs and tests).
+int block_m_of(const BwdParams& p) {
+  const int tile = tile_of(p);
+  static const int tall = env_switch("FLASHATTN_SM90_BWD_TALL", 1, 2);
+  const bool masked = p.window_left >= 0 || p.window_right >= 0;
+  if (!bwd_tall_steps_built(tile) || tall == 0 || masked || p.varlen() || p.deterministic ||
+      p.softcap != 0.0f || p.alibi_slopes != nullptr) {
+    return bwd_block_m(tile);
+  }
+  return tall == 2 || bwd_tall_steps_pay(p.seqlen_q) ? kBwdTallBlockM : bwd_block_m(tile);
+}
+
 // Byte layout of the workspace over its query rows (bwd_seq.cuh: [B, Hq,
 // Sqp], varlen [Hq, bwd_varlen_head_rows]): lse2, dsum, the dQ accumulator
-// (bwd_dq_stride(head_dim) floats per row), then the deterministic mode's
-// counters, one per bwd_block_m rows (zeroed with the accumulator); every
+// (bwd_dq_stride floats per row), then the deterministic mode's
+// counters, one per block_m_of rows (zeroed with the accumulator); every
 // part 256-byte aligned.
 struct Layout {
   int64_t sq_pad = 0, head_rows = 0, rows = 0;
@@ -93,7 +126,7 @@ struct Layout {
 };
 Layout layout(const BwdParams& p) {
   Layout l;
-  const int bm = bwd_block_m(tile_of(p));
+  const int bm = block_m_of(p);
   l.sq_pad = (p.seqlen_q + bm - 1) / bm * bm;
   l.head_rows = p.varlen() ? bwd_varlen_head_rows(p.total_q, p.batch, bm) : l.sq_pad;
   l.rows = (p.varlen() ? 1 : p.batch) * p.heads_q * l.head_rows;
@@ -102,7 +135,7 @@ Layout layout(const BwdParams& p) {
   l.lse2 = 0;
   l.dsum = rows_bytes;
   l.dq = 2 * rows_bytes;
-  const size_t dq_stride = bwd_dq_stride(tile_of(p));
+  const size_t dq_stride = bwd_dq_stride(tile_of(p), bm);
   l.order = l.dq + (rows * dq_stride * sizeof(float) + 255) / 256 * 256;
   l.total = l.order + (rows / bm) * sizeof(int);
   return l;
@@ -156,7 +189,7 @@ Status prepare(const BwdParams& p, BwdKernelArgs* args) {
   }
   // Each map bounded by its operand's own head dim (q, k: head_dim; dO, v:
   // v's), so the narrower side's tile columns load as zeros.
-  const int block_m = bwd_block_m(tile_of(p));
+  const int block_m = block_m_of(p);
   const int block_n = bwd_block_n(tile_of(p));
   std::string why = encode_tma_maps({{&args->tm_q, q, block_m}, {&args->tm_k, k, block_n}}, map_batch,
                                     p.head_dim, p.dtype);
@@ -236,13 +269,6 @@ int det_interleave_log2(const BwdParams& p, bool right_bound) {
   return 4 * per_head <= l2_share ? 2 : 1;
 }
 
-// Run-time switches read once per process, for A/B runs: NAME=0 or NAME=1
-// overrides `fallback`.
-int env_switch(const char* name, int fallback) {
-  const char* e = std::getenv(name);
-  return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : fallback;
-}
-
 }  // namespace
 
 Status can_implement_bwd(const BwdParams& p) noexcept {
@@ -313,6 +339,8 @@ Status run_backward(const BwdParams& p, void* workspace) noexcept {
     prep.total_q = p.total_q;
     prep.lse_sh = p.lse_head_stride;
     prep.head_dim = tile_of(p);
+    prep.block_m = block_m_of(p);
+    prep.dq_stride = bwd_dq_stride(prep.head_dim, prep.block_m);
     prep.cols = static_cast<int>(p.head_dim);
     prep.cols_o = static_cast<int>(p.dim_v());
     prep.scale = p.scale;

@@ -9,7 +9,9 @@
 
 namespace flashattn::detail::cuda::sm90 {
 
-template <class Element_, int kHeadDim_>
+// kBlockM_: query rows per step, bwd_block_m's, or kBwdTallBlockM at head
+// dim 128 (bwd_kernel_args.hpp).
+template <class Element_, int kHeadDim_, int kBlockM_ = bwd_block_m(kHeadDim_)>
 struct BwdTraits {
   using Element = Element_;
   using MmaTag = typename ElementTraits<Element>::MmaTag;
@@ -18,7 +20,9 @@ struct BwdTraits {
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 192 || kHeadDim == 256,
                 "the sm90 backward is built for head_dim 64, 128, 192, 256");
   static constexpr int kAtoms = kHeadDim / 64;  // 64-column (128-byte) swizzle atoms per row
-  static constexpr int kBlockM = bwd_block_m(kHeadDim);  // query rows per step
+  static constexpr int kBlockM = kBlockM_;  // query rows per step
+  static_assert(kBlockM == bwd_block_m(kHeadDim) || (kBlockM == kBwdTallBlockM && bwd_tall_steps_built(kHeadDim)),
+                "");
   static constexpr int kBlockN = bwd_block_n(kHeadDim);  // keys per CTA
   // Head dims 192 and 256 (bwd_kernel_split.cuh): 64 keys per CTA, S^T and
   // dP^T split by query halves between the consumer warpgroups, P^T and dS^T
@@ -31,11 +35,16 @@ struct BwdTraits {
   // per consumer warpgroup: with 64 query rows each warpgroup takes half of
   // the head-dim columns (one atom column of K at 128, two at 256); with 128
   // rows each takes its 64 rows (one atom column of dS^T) and every column.
+  // With 80 rows (no multiple of 64) dQ runs transposed, dQ^T = K^T dS^T:
+  // each warpgroup's 64 head-dim columns are the wgmma's M, the 80 queries
+  // its N.
   static constexpr bool kDQSplitRows = kBlockM == 128;
-  static_assert(kDQSplitRows ? kAtoms == 1 : (kBlockM == 64 && kAtoms >= 2), "");
-  static constexpr int kDQN = kDQSplitRows ? kHeadDim : kHeadDim / 2;  // dQ wgmma N
+  static constexpr bool kDQTransposed = kBlockM == kBwdTallBlockM;
+  static_assert(kDQSplitRows ? kAtoms == 1 : ((kBlockM == 64 || kDQTransposed) && kAtoms >= 2), "");
+  static constexpr int kDQN = kDQTransposed ? kBlockM : kDQSplitRows ? kHeadDim : kHeadDim / 2;  // dQ wgmma N
   static constexpr int kStages = 2;           // Q/dO/LSE/D ring depth
-  static constexpr int kSubTiles = kBlockM / 64;  // 64-query sub-tiles per step (bwd_kernel.cuh)
+  static constexpr int kSubTiles = kBlockM == 128 ? 2 : 1;  // query sub-tiles per step (bwd_kernel.cuh)
+  static constexpr int kSubM = kBlockM / kSubTiles;          // their rows: 64 or 80
 
   // Warpgroup 0 produces: warp 0 loads (TMA), warp 1 writes dQ (bulk
   // reduce-add of the staged tile). Warpgroups 1 and 2 each own 64 of the
@@ -51,7 +60,9 @@ struct BwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // K or V
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;   // one Q or dO stage
   static constexpr int kRowBytes = kBlockM * 4;            // one stage of LSE or D
-  static constexpr int kDSBytes = kBlockN * kBlockM * 2;   // dS^T (or P^T) [key][query], kBlockM / 64 atom columns
+  // dS^T (or P^T) [key][query] in atom columns of 64 queries, 128 bytes per
+  // key each (80 queries take a second column, a quarter of it used).
+  static constexpr int kDSBytes = kBlockN * 128 * ((kBlockM + 63) / 64);
   // kSplitHeadDim: P^T and dS^T double-buffered (a step's writes cannot
   // reach the buffers that the other warpgroup's wgmmas of the step before
   // may still read); dQ is staged in the step's own Q/dO stage, whose half
@@ -62,11 +73,14 @@ struct BwdTraits {
   // of 8 floats puts rows 8 banks apart, so a warp's float2 stores (8 rows x
   // 4 lanes) fill 32 banks twice, the minimum. The global accumulator has the
   // same rows, so one bulk reduce-add moves a whole tile.
-  static constexpr int kDQStride = bwd_dq_stride(kHeadDim);  // floats
+  static constexpr int kDQStride = bwd_dq_stride(kHeadDim, kBlockM);  // floats
   static constexpr int kDQBytes = kBlockM * kDQStride * 4;
   // Two staging tiles: the consumers fill one while the writer's reductions
-  // still read the other (with one, they waited ~22% of their time for it).
-  static constexpr int kDQStages = kSplitHeadDim ? 0 : 2;
+  // still read the other (with one, they waited ~22% of their time for it,
+  // when the writer issued 64 row reductions per tile). The 80-row steps
+  // have room for one only: its single bulk reduce-add has read it long
+  // before the next step's staging.
+  static constexpr int kDQStages = kSplitHeadDim ? 0 : kDQTransposed ? 1 : 2;
 
   // Shared memory (byte offsets from a 1024-aligned base; every wgmma/TMA
   // tile starts 1024-aligned, see wgmma.cuh).

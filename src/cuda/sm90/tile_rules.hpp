@@ -1,5 +1,5 @@
-// Tile and load choices of the Hopper forward's host adapter (sm90_forward.cu),
-// as plain integer code so that the host tests
+// Tile and load choices of the Hopper forward's and backward's host adapters
+// (sm90_forward.cu, bwd_sm90.cu), as plain integer code so that the host tests
 // (tests/sm90_tile_order_test.cpp) pin the shapes each rule picks.
 #pragma once
 
@@ -60,6 +60,17 @@ inline int gqa_pack_heads(int64_t heads_q, int64_t heads_kv, int64_t seqlen_q, i
 // bench/results/h200-paged-gather-20261204/).
 inline bool paged_gather_pays(int64_t page_size, int block_n) {
   return page_size > 0 && std::gcd<int64_t>(page_size, block_n) <= 32;
+}
+
+// Backward, head dim 128, unmasked padded calls: true when 80-row steps
+// (bwd_kernel_args.hpp, kBwdTallBlockM) should replace 64-row ones. A row
+// costs ~4% less on 80-row steps (H200, 16k tokens: 538-541 -> 563 TFLOP/s),
+// so they pay unless they pad more than 4% more rows (512: seven 80-row steps
+// hold 560 rows against 512, measured 4-7% slower; 1k level, 2k +2%;
+// bench/sm90/NOTES.md, "Backward: 80-row steps at head dim 128").
+inline bool bwd_tall_steps_pay(int64_t seqlen_q) {
+  const int64_t rows64 = (seqlen_q + 63) / 64 * 64, rows80 = (seqlen_q + 79) / 80 * 80;
+  return rows80 * 24 <= rows64 * 25;
 }
 
 }  // namespace flashattn::detail::cuda::sm90

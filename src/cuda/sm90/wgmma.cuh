@@ -42,6 +42,13 @@ __device__ __forceinline__ uint64_t make_desc_sw128(uint32_t smem_addr, uint32_t
 __device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);
 }
+// The same on the low word alone (the start address and LBO fields): the
+// high word (SBO, swizzle) stays a known constant, so each advanced
+// descriptor costs one register instead of two. The 80-row backward needs
+// the room (with desc_advance ptxas spilled 268 bytes in its main loop).
+__device__ __forceinline__ uint64_t desc_advance_lo(uint64_t desc, uint32_t bytes) {
+  return (desc & 0xFFFFFFFF00000000ull) | (static_cast<uint32_t>(desc) + (bytes >> 4));
+}
 
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
