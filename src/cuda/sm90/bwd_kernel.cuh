@@ -5,8 +5,10 @@
 // One CTA per (kBlockN = 128 keys, kv head, batch); head dims 192 and 256 take 64
 // keys and its own consumers (bwd_kernel_split.cuh). Varlen batches: the
 // CTA's sequence from cu_seqlens (bwd_seq.cuh). K and V are loaded once
-// and stay in shared memory; the CTA steps over every query tile (64 rows)
-// of every query head of the kv head's GQA group that sees one of its keys.
+// and stay in shared memory; the CTA steps over every query tile (64 rows;
+// 128 at head dim 64; 80 for unmasked head-dim-128 calls, whose dQ runs
+// transposed: bwd_kernel_args.hpp, kBwdTallBlockM) of every query head of
+// the kv head's GQA group that sees one of its keys.
 // Looping the group inside the CTA accumulates dK and dV over the group in
 // registers, in a fixed order and without a workspace (the alternative, an
 // fp32 dK/dV workspace per query head plus a reduction kernel, costs
