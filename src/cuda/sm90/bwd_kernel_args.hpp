@@ -99,11 +99,11 @@ struct BwdKernelArgs {
   // Workspace (bwd_sm90.cu, Layout): LSE * log2(e) (+inf for a row that saw
   // no key and for the padding rows) and D = rowsum(dO * O), both
   // [B, Hq, seqlen_q_pad] (varlen: [Hq, ws_head_rows], bwd_varlen_row0) so
-  // that every query tile has bwd_block_m aligned values (the producer warp
-  // copies them in float2s); the fp32 dQ accumulator over the same rows,
-  // bwd_dq_stride(head_dim) floats each, the staging tile's layout (at head
-  // dim 256 each query tile's block permuted: bwd_dq_split_offset); block_m
-  // is the kernel's (bwd_block_m, or kBwdTallBlockM).
+  // that every query tile has block_m aligned values (the kernel's rows per
+  // step: bwd_block_m, or kBwdTallBlockM; the producer warp copies them in
+  // float2s); the fp32 dQ accumulator over the same rows,
+  // bwd_dq_stride(head_dim, block_m) floats each, the staging tile's layout
+  // (at head dim 256 each query tile's block permuted: bwd_dq_split_offset).
   const float* lse2;
   const float* dsum;
   float* dq_accum;
@@ -169,7 +169,7 @@ struct BwdPrepArgs {
   const float* lse;                               // [B, Hq, Sq] (varlen [Hq, total_q])
   float* lse2;                                    // [B, Hq, Sqp] (varlen [Hq, ws_head_rows])
   float* dsum;                                    // as lse2
-  float* dq_accum;                                // lse2's rows x bwd_dq_stride(D)
+  float* dq_accum;                                // lse2's rows x dq_stride (below)
   void* dq;
   int64_t dq_sb, dq_ss, dq_sh;
   // Varlen: as in BwdKernelArgs; total_q packed rows, lse_sh the LSE's
