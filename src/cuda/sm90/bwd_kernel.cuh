@@ -310,7 +310,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdKernelArgs& a, const BwdSm
   // 80-row steps (bwd_kernel_args.hpp): registers are short, see below.
   constexpr bool kTall = T::kSubM == kBwdTallBlockM;
   // Advanced descriptors: on the low word where registers are short
-  // (wgmma.cuh, desc_advance_lo); the 64-row kernels keep their code.
+  // (wgmma.cuh, desc_advance_lo). The 64-row kernels keep the 64-bit add:
+  // on the low word they measured level overall and 5% slower in causal
+  // head-dim-128 calls at 2k-4k (bench/sm90/NOTES.md, "descriptors on the
+  // low word").
   auto adv = [](uint64_t d, uint32_t bytes) {
     if constexpr (kTall) {
       return desc_advance_lo(d, bytes);
