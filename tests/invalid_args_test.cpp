@@ -337,6 +337,54 @@ TEST(InvalidArgsCAbi, NullArgsAndBadNdim) {
   EXPECT_EQ(fa_forward(&b), FA_ERR_INVALID_ARGUMENT);
 }
 
+// Every C entry point checks each of its tensors' ndim before it reads
+// shape[], and names the bad one: the backward's, the varlen lengths', the
+// KV cache's and the fp8 descale factors' (zeroed structs: ndim 0 passes).
+TEST(InvalidArgsCAbi, BadNdimNamedByEveryEntryPoint) {
+  auto expect_refused = [](fa_status st, const char* name) {
+    EXPECT_EQ(st, FA_ERR_INVALID_ARGUMENT) << name;
+    EXPECT_TRUE(names(fa_last_error(), name)) << fa_last_error();
+  };
+  size_t ws = 0;
+  {
+    fa_backward_args b{};
+    b.dv.ndim = 5;
+    expect_refused(fa_backward(&b), "dv");
+    expect_refused(fa_backward_workspace_bytes(&b, &ws), "dv");
+    b.dv.ndim = 0;
+    b.dout.ndim = -2;
+    expect_refused(fa_backward(&b), "dout");
+  }
+  {
+    fa_forward_args f{};
+    fa_backward_args b{};
+    fa_varlen vl{};
+    vl.cu_seqlens_k.ndim = 9;
+    expect_refused(fa_forward_varlen(&f, &vl), "cu_seqlens_k");
+    expect_refused(fa_backward_varlen(&b, &vl), "cu_seqlens_k");
+    vl.cu_seqlens_k.ndim = 0;
+    vl.cu_seqlens_q.ndim = -1;
+    expect_refused(fa_forward_varlen(&f, &vl), "cu_seqlens_q");
+  }
+  {
+    fa_kvcache_args k{};
+    k.rotary_sin.ndim = 6;
+    expect_refused(fa_forward_kvcache(&k), "rotary_sin");
+    expect_refused(fa_forward_kvcache_workspace_bytes(&k, &ws), "rotary_sin");
+    k.rotary_sin.ndim = 0;
+    k.block_table.ndim = 5;
+    expect_refused(fa_forward_kvcache(&k), "block_table");
+  }
+  {
+    fa_forward_args f{};
+    fa_fp8_descale sc{};
+    sc.v.ndim = 7;
+    expect_refused(fa_forward_fp8(&f, &sc), "fp8_descale.v");
+    f.dropout_mask.ndim = 5;  // the forward's own tensors come first
+    expect_refused(fa_forward_fp8(&f, &sc), "dropout_mask");
+  }
+}
+
 // fa_last_error is per thread: a failure on another thread does not show here.
 TEST(InvalidArgsCAbi, LastErrorIsThreadLocal) {
   EXPECT_EQ(fa_forward(nullptr), FA_ERR_INVALID_ARGUMENT);

@@ -1,5 +1,6 @@
 // The C ABI: plain structs translated to the C++ API; nothing here throws.
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "flashattn/flashattn.h"
@@ -93,25 +94,23 @@ flashattn::BackwardArgs to_backward(const fa_backward_args& a) {
   return r;
 }
 
-fa_status check_forward_ndims(const fa_forward_args& a) {
-  const std::pair<const char*, const fa_tensor*> ts[] = {
-      {"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out}, {"lse", &a.lse},
-      {"options.alibi_slopes", &a.options.alibi_slopes}, {"dropout_mask", &a.dropout_mask}};
+// check_ndim over a call's named tensors, in order; the first bad one wins.
+fa_status check_ndims(std::initializer_list<std::pair<const char*, const fa_tensor*>> ts) {
   for (auto [n, t] : ts) {
     if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
   }
   return FA_OK;
 }
 
+fa_status check_forward_ndims(const fa_forward_args& a) {
+  return check_ndims({{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out}, {"lse", &a.lse},
+                      {"options.alibi_slopes", &a.options.alibi_slopes}, {"dropout_mask", &a.dropout_mask}});
+}
+
 fa_status check_backward_ndims(const fa_backward_args& a) {
-  const std::pair<const char*, const fa_tensor*> ts[] = {
-      {"q", &a.q},     {"k", &a.k},     {"v", &a.v},   {"out", &a.out}, {"dout", &a.dout},
-      {"lse", &a.lse}, {"dq", &a.dq},   {"dk", &a.dk}, {"dv", &a.dv},
-      {"options.alibi_slopes", &a.options.alibi_slopes}};
-  for (auto [n, t] : ts) {
-    if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
-  }
-  return FA_OK;
+  return check_ndims({{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out}, {"dout", &a.dout},
+                      {"lse", &a.lse}, {"dq", &a.dq}, {"dk", &a.dk}, {"dv", &a.dv},
+                      {"options.alibi_slopes", &a.options.alibi_slopes}});
 }
 
 fa_status check_varlen(const char* fn, const fa_varlen* vl) {
@@ -119,8 +118,7 @@ fa_status check_varlen(const char* fn, const fa_varlen* vl) {
     g_last_error = std::string(fn) + ": varlen is a null pointer";
     return FA_ERR_INVALID_ARGUMENT;
   }
-  if (fa_status s = check_ndim("cu_seqlens_q", vl->cu_seqlens_q); s != FA_OK) return s;
-  return check_ndim("cu_seqlens_k", vl->cu_seqlens_k);
+  return check_ndims({{"cu_seqlens_q", &vl->cu_seqlens_q}, {"cu_seqlens_k", &vl->cu_seqlens_k}});
 }
 
 flashattn::Varlen to_varlen(const fa_varlen& v) {
@@ -133,17 +131,12 @@ flashattn::Varlen to_varlen(const fa_varlen& v) {
 }
 
 fa_status check_kvcache_ndims(const fa_kvcache_args& a) {
-  const std::pair<const char*, const fa_tensor*> ts[] = {
-      {"q", &a.q},         {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
-      {"cache_seqlens", &a.cache_seqlens},          {"block_table", &a.block_table},
-      {"k_new", &a.k_new}, {"v_new", &a.v_new},     {"out", &a.out}, {"lse", &a.lse},
-      {"options.alibi_slopes", &a.options.alibi_slopes},
-      {"cache_batch_idx", &a.cache_batch_idx},      {"cache_leftpad", &a.cache_leftpad},
-      {"rotary_cos", &a.rotary_cos}, {"rotary_sin", &a.rotary_sin}};
-  for (auto [n, t] : ts) {
-    if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
-  }
-  return FA_OK;
+  return check_ndims({{"q", &a.q}, {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
+                      {"cache_seqlens", &a.cache_seqlens}, {"block_table", &a.block_table},
+                      {"k_new", &a.k_new}, {"v_new", &a.v_new}, {"out", &a.out}, {"lse", &a.lse},
+                      {"options.alibi_slopes", &a.options.alibi_slopes},
+                      {"cache_batch_idx", &a.cache_batch_idx}, {"cache_leftpad", &a.cache_leftpad},
+                      {"rotary_cos", &a.rotary_cos}, {"rotary_sin", &a.rotary_sin}});
 }
 
 flashattn::KvCacheArgs to_kvcache(const fa_kvcache_args& a) {
@@ -226,10 +219,10 @@ fa_status fa_forward_fp8(const fa_forward_args* args, const fa_fp8_descale* scal
   if (fa_status s = check_forward_ndims(*args); s != FA_OK) return s;
   flashattn::ForwardArgs a = to_forward(*args);
   if (scales != nullptr) {
-    const std::pair<const char*, const fa_tensor*> ts[] = {
-        {"fp8_descale.q", &scales->q}, {"fp8_descale.k", &scales->k}, {"fp8_descale.v", &scales->v}};
-    for (auto [n, t] : ts) {
-      if (fa_status s = check_ndim(n, *t); s != FA_OK) return s;
+    if (fa_status s = check_ndims({{"fp8_descale.q", &scales->q}, {"fp8_descale.k", &scales->k},
+                                   {"fp8_descale.v", &scales->v}});
+        s != FA_OK) {
+      return s;
     }
     a.fp8_descale.q = to_view(scales->q);
     a.fp8_descale.k = to_view(scales->k);
