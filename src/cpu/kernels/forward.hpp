@@ -178,21 +178,39 @@ inline bool dpbf16_decode(int64_t d) {
 
 #if FA_DECODE_DPBF16
 // pv_dpbf16 for nr (<= kDotCols) query rows; P^T rows FLD apart.
-inline void pv_dpbf16_rows(int64_t nr, int64_t nk, int64_t d, const float* pt, const bf16_t* v, int64_t ldv,
-                           float* o, int64_t ldo, const float* alpha, uint32_t* pairs) {
+template <class Tick>
+void pv_dpbf16_rows(int64_t nr, int64_t nk, int64_t d, const float* pt, const bf16_t* v, int64_t ldv, float* o,
+                    int64_t ldo, const float* alpha, uint32_t* pairs, Tick* tick) {
   static_assert(kDotCols == 8, "one case per row count below");
   switch (nr) {
-    case 1: return pv_dpbf16<1>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
-    case 2: return pv_dpbf16<2>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
-    case 3: return pv_dpbf16<3>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
-    case 4: return pv_dpbf16<4>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
-    case 5: return pv_dpbf16<5>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
-    case 6: return pv_dpbf16<6>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
-    case 7: return pv_dpbf16<7>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
-    default: return pv_dpbf16<8>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs);
+    case 1: return pv_dpbf16<1>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
+    case 2: return pv_dpbf16<2>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
+    case 3: return pv_dpbf16<3>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
+    case 4: return pv_dpbf16<4>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
+    case 5: return pv_dpbf16<5>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
+    case 6: return pv_dpbf16<6>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
+    case 7: return pv_dpbf16<7>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
+    default: return pv_dpbf16<8>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, pairs, tick);
   }
 }
 #endif
+
+// pv_rows for nr (<= kDotCols) query rows; P^T rows FLD apart.
+template <class TV, class Tick>
+void pv_rows_n(int64_t nr, int64_t nk, int64_t d, const float* pt, const TV* v, int64_t ldv, float* o,
+               int64_t ldo, const float* alpha, Tick* tick) {
+  static_assert(kDotCols == 8, "one case per row count below");
+  switch (nr) {
+    case 1: return pv_rows<1>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+    case 2: return pv_rows<2>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+    case 3: return pv_rows<3>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+    case 4: return pv_rows<4>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+    case 5: return pv_rows<5>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+    case 6: return pv_rows<6>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+    case 7: return pv_rows<7>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+    default: return pv_rows<8>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
+  }
+}
 
 // S^T of a decode step's ndot query columns (dot_cols) against nk key rows:
 // from the scaled fp32 rows in qr, or (dpbf16_decode) the bf16 rows in qb
@@ -272,6 +290,27 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
   vstore(m, mnew);
   vstore(al, alpha);
 }
+
+// Decode prefetch knobs (for A/B runs; bench/NOTES.md has the measurements).
+// Key tiles ahead of the current one that a decode task prefetches: one tile
+// measured best.
+#ifndef FA_DECODE_PF_AHEAD
+#define FA_DECODE_PF_AHEAD 1
+#endif
+#ifndef FA_DECODE_PF_LOCALITY
+#define FA_DECODE_PF_LOCALITY 3
+#endif
+// 1: each head's share of the next tile is spread over that head's step
+// (SpreadPrefetch); 0: issued in one burst before it.
+#ifndef FA_DECODE_PF_SPREAD
+#define FA_DECODE_PF_SPREAD 1
+#endif
+// 1: the spread covers the scores and the P V of a decode step, in
+// proportion to their multiply-adds; 0: the scores only (the P V then runs
+// with no prefetch in flight but the hardware's).
+#ifndef FA_DECODE_PF_OVER_PV
+#define FA_DECODE_PF_OVER_PV 1
+#endif
 
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
 // below c_end, for ncol query columns of (scale Q)^T already in qt (their
@@ -397,7 +436,9 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     } else {
       gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     }
-    if (tick) tick->flush();
+    // The tick's prefetches end with the scores unless the P V of a decode
+    // step in place takes its share too (FA_DECODE_PF_OVER_PV).
+    if (tick && !(FA_DECODE_PF_OVER_PV && ndot && tile_in_place)) tick->flush();
     if (partial) mask_cols_abs(s + cb0, FLD, lo + cb0, hi + cb0, cb1 - cb0, c0, nk);
 
     // Online softmax. A decode step with at most half a vector of query
@@ -479,16 +520,22 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       for_runs(c0, nk, [&](int64_t j0, int64_t j1) {
         const T* vr = V.row(c0 + j0);
         const float* pt = s + j0 * FLD + cb0;
+        static constexpr float kOnes[kDotCols] = {1, 1, 1, 1, 1, 1, 1, 1};
+        const float* alpha = j0 == 0 ? al + cb0 : kOnes;
+        Tick* pv_tick = FA_DECODE_PF_OVER_PV ? tick : nullptr;
 #if FA_DECODE_DPBF16
         if constexpr (std::is_same_v<T, bf16_t>) {
           if (ndot && dpbf16_decode<T>(d) && (j1 - j0) % 2 == 0) {
-            static constexpr float kOnes[kDotCols] = {1, 1, 1, 1, 1, 1, 1, 1};
-            pv_dpbf16_rows(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, j0 == 0 ? al + cb0 : kOnes,
-                           reinterpret_cast<uint32_t*>(ws + L.pp));
+            pv_dpbf16_rows(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, alpha,
+                           reinterpret_cast<uint32_t*>(ws + L.pp), pv_tick);
             return;
           }
         }
 #endif
+        if (ndot) {  // a decode step: at most kDotCols rows
+          pv_rows_n(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, alpha, pv_tick);
+          return;
+        }
         if (j0 == 0) {
           gemm<true, true>(nr, dp, j1 - j0, pt, 1, FLD, vr, V.seq_stride, o + cb0 * dp, dp, al + cb0);
         } else {
@@ -498,6 +545,7 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     } else {
       gemm<true, true>(nr, dp, nk, s + cb0, 1, FLD, vb, ldv, o + cb0 * dp, dp, al + cb0);
     }
+    if (tick) tick->flush();
   }
 }
 
@@ -714,34 +762,18 @@ inline size_t decode_extra_floats(const FwdParams& p) {
   return ns > 1 ? size_t(p.batch * p.heads_kv * ns) * partial_floats(p) : 0;
 }
 
-// Key tiles ahead of the current one that a decode task prefetches (a knob
-// for experiments; measured, bench/NOTES.md: one tile is best).
-#ifndef FA_DECODE_PF_AHEAD
-#define FA_DECODE_PF_AHEAD 1
-#endif
-#ifndef FA_DECODE_PF_LOCALITY
-#define FA_DECODE_PF_LOCALITY 3
-#endif
-
-
-// How a decode task issues its prefetches of the next tile: N > 0 spreads
-// each head's share over the first 1/N of that head's scores
-// (SpreadPrefetch), 0 issues it in one burst before them (a knob for A/B
-// runs; 1 measured best, bench/NOTES.md).
-#ifndef FA_DECODE_PF_SPREAD
-#define FA_DECODE_PF_SPREAD 1
-#endif
-
 // Prefetches of rows [r, r_end): each row's K run, then its V run (the
-// group's heads of one row are one run of memory), 64-byte lines, per_step
-// lines per step() (dot_rows calls it once per block of keys) and the rest
-// at flush(). Issued in one burst, a head's share (64 KB for four fp32
-// heads of 128) stalled the core on its fill buffers before any arithmetic.
+// group's heads of one row are one run of memory), 64-byte lines spread over
+// a step's arithmetic: the kernels call step(work) per block of keys (work in
+// multiply-adds), and `lines` lines go out per `work_total` of work, the rest
+// at flush(). Issued in one burst, a head's share (64 KB for four fp32 heads
+// of 128) stalled the core on its fill buffers before any arithmetic; spread
+// over the scores alone, the P V after them ran with no miss in flight.
 template <class R>
 struct SpreadPrefetch {
   R k0, kl, v0, vl;  // the group's first and last head's rows of K and V
   int64_t r, r_end, row_bytes;
-  int64_t per_step = 1;
+  int64_t lines = 0, work_total = 1, credit = 0;
   const char* p = nullptr;
   const char* e = nullptr;
   bool in_v = true;  // the next run is row r + 1's K run
@@ -758,8 +790,8 @@ struct SpreadPrefetch {
     in_v = !in_v;
     return true;
   }
-  void step() {
-    for (int64_t i = 0; i < per_step; ++i) {
+  void step(int64_t work) {
+    for (credit += work * lines; credit >= work_total; credit -= work_total) {
       if (p >= e && !next_run()) return;
       __builtin_prefetch(p, 0, FA_DECODE_PF_LOCALITY);
       p += 64;
@@ -831,14 +863,17 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
         const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
         const int64_t ra = c0 + kAhead + n1 * j / nh, rb = c0 + kAhead + n1 * (j + 1) / nh;
         if (FA_DECODE_PF_SPREAD && rb > ra) {
-          // Lines of the share over the scores' key blocks (dot_rows).
+          // The share's lines over the step's multiply-adds: the scores
+          // (ndot columns) and the P V (nq rows; the kernels that tick,
+          // attend).
           const int64_t run = reinterpret_cast<const char*>(kl.row(ra)) + pf.row_bytes -
                               reinterpret_cast<const char*>(k0.row(ra));
-          const int64_t lines = (rb - ra) * 2 * ((run + 63) / 64);
-          const int64_t blocks = std::max<int64_t>(1, FBC / kDotKeys<kDotCols> / FA_DECODE_PF_SPREAD);
+          const int64_t nk = std::min(FBC, c_end - c0), ndot = dot_cols(sp.head_dim, nq, ncol);
+          const bool pv_ticks = FA_DECODE_PF_OVER_PV && ndot > 0;
           pf.r = ra - 1;
           pf.r_end = rb;
-          pf.per_step = (lines + blocks - 1) / blocks;
+          pf.lines = (rb - ra) * 2 * ((run + 63) / 64);
+          pf.work_total = std::max<int64_t>(1, nk * sp.head_dim * (ndot + (pv_ticks ? nq : 0)));
         } else {
           for (int64_t r = ra; r < rb; ++r) {
             prefetch_run(k0, kl, r);

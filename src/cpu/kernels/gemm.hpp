@@ -228,11 +228,12 @@ inline void dot_block(int64_t d, const TK* k, int64_t ldk, const float* q, float
     vstore(s + r * lds, vsel(keep, dot_detail::fold_columns<NG, VW / CG>(grp[r]), vsplat(0.0f)));
 }
 
-// dot_rows' optional tick: step() once per block of key rows, so that a
-// decode task can spread its prefetches over the scores (forward.hpp
-// SpreadPrefetch); this one does nothing.
+// The decode kernels' optional tick: step(work) once per block of key rows,
+// work counted in multiply-adds (key rows x query columns x head-dim
+// elements), so that a decode task can spread its prefetches over the step's
+// arithmetic (forward.hpp SpreadPrefetch); this one does nothing.
 struct NoTick {
-  void step() {}
+  void step(int64_t) {}
   void flush() {}
 };
 
@@ -250,7 +251,7 @@ void dot_rows(int64_t nk, int64_t d, const TK* K, int64_t ldk, const float* q, f
   int64_t j = 0;
   for (; j + KR <= nk; j += KR) {
     dot_block<NC, KR>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
-    if (tick) tick->step();
+    if (tick) tick->step(int64_t(KR) * NC * d);
   }
   for (; j < nk; ++j) dot_block<NC, 1>(d, K + j * ldk, ldk, q, s + j * lds, lds, keep);
 }
@@ -318,7 +319,7 @@ void dot_rows_dpbf16(int64_t nk, int64_t d, const bf16_t* K, int64_t ldk, const 
   int64_t j = 0;
   for (; j + KR <= nk; j += KR) {
     dot_block_dpbf16<NC, KR>(d, k + j * ldk, ldk, q, s + j * lds, lds, keep, qmul);
-    if (tick) tick->step();
+    if (tick) tick->step(int64_t(KR) * NC * d);
   }
   for (; j < nk; ++j) dot_block_dpbf16<NC, 1>(d, k + j * ldk, ldk, q, s + j * lds, lds, keep, qmul);
 }
@@ -329,10 +330,11 @@ void dot_rows_dpbf16(int64_t nk, int64_t d, const bf16_t* K, int64_t ldk, const 
 // pair-GEMM path round it); each key pair's P values are packed once into
 // `pairs` (nk / 2 x 16 words of two bf16), and each pair of V rows is
 // interleaved (VPERMT2W) into the pair layout the instruction reads. Per key
-// this is half the instructions of micro()'s widening loads and FMAs.
-template <int R>
+// this is half the instructions of micro()'s widening loads and FMAs. tick:
+// step() per key pair of each 32-column block, as dot_rows' per key block.
+template <int R, class Tick = NoTick>
 void pv_dpbf16(int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t* V, int64_t ldv, float* o,
-               int64_t ldo, const float* alpha, uint32_t* pairs) {
+               int64_t ldo, const float* alpha, uint32_t* pairs, Tick* tick = nullptr) {
   static_assert(R >= 1 && R <= VW, "R");
   const uint16_t* v = reinterpret_cast<const uint16_t*>(V);
   const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
@@ -364,7 +366,9 @@ void pv_dpbf16(int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t
         acc[r][0] = _mm512_dpbf16_ps(acc[r][0], p, w0);
         acc[r][1] = _mm512_dpbf16_ps(acc[r][1], p, w1);
       }
+      if (tick && (j & 2)) tick->step(2 * (2 * R * 2 * VW));  // every other pair: a tick costs
     }
+    if (tick && (nk & 2)) tick->step(2 * R * 2 * VW);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       _mm512_storeu_ps(o + r * ldo + e, acc[r][0]);
@@ -373,5 +377,46 @@ void pv_dpbf16(int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t
   }
 }
 #endif
+
+// A decode step's P V on FMAs: O[r] = alpha[r] O[r] + sum_j P[j][r] V_j for R
+// query rows, V rows fp32 or 16-bit (widened as loaded), d a multiple of VW,
+// P^T rows lds apart. The same products summed in the same key order as
+// gemm<true, true> (so the same bits), walked as pv_dpbf16 walks them: per
+// block of kPvVecs vectors of O's columns, every key, with a tick per key so
+// that a decode task's prefetches are spread over its P V too.
+constexpr int kPvVecs = kVecRegs >= 32 ? 2 : 1;  // R x kPvVecs accumulators
+template <int R, int NB, class TB, class Tick>
+[[gnu::always_inline]] inline void pv_block(int64_t nk, const float* pt, int64_t lds, const TB* v, int64_t ldv,
+                                            float* o, int64_t ldo, const float* alpha, Tick* tick) {
+  vf acc[R][NB];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) acc[r][b] = vload(o + r * ldo + b * VW) * alpha[r];
+  for (int64_t j = 0; j < nk; ++j) {
+    vf x[NB];
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) x[b] = vload_row(v + j * ldv + b * VW);
+    const float* p = pt + j * lds;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int b = 0; b < NB; ++b) acc[r][b] += p[r] * x[b];
+    if (tick && (j & 3) == 3) tick->step(4 * R * NB * VW);  // every fourth key: a tick costs
+  }
+  if (tick && (nk & 3)) tick->step((nk & 3) * R * NB * VW);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) vstore(o + r * ldo + b * VW, acc[r][b]);
+}
+template <int R, class TB, class Tick = NoTick>
+void pv_rows(int64_t nk, int64_t d, const float* pt, int64_t lds, const TB* V, int64_t ldv, float* o,
+             int64_t ldo, const float* alpha, Tick* tick = nullptr) {
+  int64_t e = 0;
+  for (; e + kPvVecs * VW <= d; e += kPvVecs * VW)
+    pv_block<R, kPvVecs>(nk, pt, lds, V + e, ldv, o + e, ldo, alpha, tick);
+  for (; e < d; e += VW) pv_block<R, 1>(nk, pt, lds, V + e, ldv, o + e, ldo, alpha, tick);
+}
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
