@@ -71,10 +71,10 @@ std::vector<Case> isa_cases() {
     Case dsc = make(dt, 128, 1, 333, 8, 1, false);
     dsc.softcap = 20.0f;
     v.push_back(dsc);
-    // A decode step's P V on FMAs (pv_rows; bf16 too where d is not whole
-    // 32-element vectors): head dim 80 = 2.5 x 32 (a one-vector column block
-    // last on AVX-512), 3 and 8 query rows per group, key counts that leave
-    // 1 and 2 keys past a multiple of 4 (777 = 12 x 64 + 9, 1030 = 16 x 64 + 6).
+    // Decode with a head dim that is not whole 32-element vectors (bf16 on
+    // the widening kernels, not VDPBF16PS): 80 = 64 + 16 columns of P V, 3
+    // and 8 query rows per group, 4 and 2 KV heads per task, partial last
+    // tiles (777 = 12 x 64 + 9, 1030 = 16 x 64 + 6).
     v.push_back(make(dt, 80, 1, 777, 12, 4, false));
     v.push_back(make(dt, 80, 1, 1030, 16, 2, false));
     if (dt != DType::BF16) continue;

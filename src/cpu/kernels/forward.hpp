@@ -195,23 +195,6 @@ void pv_dpbf16_rows(int64_t nr, int64_t nk, int64_t d, const float* pt, const bf
 }
 #endif
 
-// pv_rows for nr (<= kDotCols) query rows; P^T rows FLD apart.
-template <class TV, class Tick>
-void pv_rows_n(int64_t nr, int64_t nk, int64_t d, const float* pt, const TV* v, int64_t ldv, float* o,
-               int64_t ldo, const float* alpha, Tick* tick) {
-  static_assert(kDotCols == 8, "one case per row count below");
-  switch (nr) {
-    case 1: return pv_rows<1>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-    case 2: return pv_rows<2>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-    case 3: return pv_rows<3>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-    case 4: return pv_rows<4>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-    case 5: return pv_rows<5>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-    case 6: return pv_rows<6>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-    case 7: return pv_rows<7>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-    default: return pv_rows<8>(nk, d, pt, FLD, v, ldv, o, ldo, alpha, tick);
-  }
-}
-
 // S^T of a decode step's ndot query columns (dot_cols) against nk key rows:
 // from the scaled fp32 rows in qr, or (dpbf16_decode) the bf16 rows in qb
 // with the factor qmul applied to the sums.
@@ -305,7 +288,7 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 #ifndef FA_DECODE_PF_SPREAD
 #define FA_DECODE_PF_SPREAD 1
 #endif
-// 1: the spread covers the scores and the P V of a decode step, in
+// 1: the spread covers the scores and the P V of a VDPBF16PS decode step, in
 // proportion to their multiply-adds; 0: the scores only (the P V then runs
 // with no prefetch in flight but the hardware's).
 #ifndef FA_DECODE_PF_OVER_PV
@@ -436,9 +419,10 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     } else {
       gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     }
-    // The tick's prefetches end with the scores unless the P V of a decode
-    // step in place takes its share too (FA_DECODE_PF_OVER_PV).
-    if (tick && !(FA_DECODE_PF_OVER_PV && ndot && tile_in_place)) tick->flush();
+    // The tick's prefetches end with the scores unless the P V runs on
+    // VDPBF16PS, whose steps take their share too (FA_DECODE_PF_OVER_PV; the
+    // same spread over the fp32 / widening P V measured level, bench/NOTES.md).
+    if (tick && !(FA_DECODE_PF_OVER_PV && ndot && tile_in_place && dpbf16_decode<T>(d))) tick->flush();
     if (partial) mask_cols_abs(s + cb0, FLD, lo + cb0, hi + cb0, cb1 - cb0, c0, nk);
 
     // Online softmax. A decode step with at most half a vector of query
@@ -520,22 +504,16 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       for_runs(c0, nk, [&](int64_t j0, int64_t j1) {
         const T* vr = V.row(c0 + j0);
         const float* pt = s + j0 * FLD + cb0;
-        static constexpr float kOnes[kDotCols] = {1, 1, 1, 1, 1, 1, 1, 1};
-        const float* alpha = j0 == 0 ? al + cb0 : kOnes;
-        Tick* pv_tick = FA_DECODE_PF_OVER_PV ? tick : nullptr;
 #if FA_DECODE_DPBF16
         if constexpr (std::is_same_v<T, bf16_t>) {
           if (ndot && dpbf16_decode<T>(d) && (j1 - j0) % 2 == 0) {
-            pv_dpbf16_rows(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, alpha,
-                           reinterpret_cast<uint32_t*>(ws + L.pp), pv_tick);
+            static constexpr float kOnes[kDotCols] = {1, 1, 1, 1, 1, 1, 1, 1};
+            pv_dpbf16_rows(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, j0 == 0 ? al + cb0 : kOnes,
+                           reinterpret_cast<uint32_t*>(ws + L.pp), FA_DECODE_PF_OVER_PV ? tick : nullptr);
             return;
           }
         }
 #endif
-        if (ndot) {  // a decode step: at most kDotCols rows
-          pv_rows_n(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, alpha, pv_tick);
-          return;
-        }
         if (j0 == 0) {
           gemm<true, true>(nr, dp, j1 - j0, pt, 1, FLD, vr, V.seq_stride, o + cb0 * dp, dp, al + cb0);
         } else {
@@ -864,12 +842,12 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
         const int64_t ra = c0 + kAhead + n1 * j / nh, rb = c0 + kAhead + n1 * (j + 1) / nh;
         if (FA_DECODE_PF_SPREAD && rb > ra) {
           // The share's lines over the step's multiply-adds: the scores
-          // (ndot columns) and the P V (nq rows; the kernels that tick,
-          // attend).
+          // (ndot columns) and, on VDPBF16PS, the P V (nq rows; the kernels
+          // that tick, attend).
           const int64_t run = reinterpret_cast<const char*>(kl.row(ra)) + pf.row_bytes -
                               reinterpret_cast<const char*>(k0.row(ra));
           const int64_t nk = std::min(FBC, c_end - c0), ndot = dot_cols(sp.head_dim, nq, ncol);
-          const bool pv_ticks = FA_DECODE_PF_OVER_PV && ndot > 0;
+          const bool pv_ticks = FA_DECODE_PF_OVER_PV && ndot > 0 && dpbf16_decode<T>(sp.head_dim);
           pf.r = ra - 1;
           pf.r_end = rb;
           pf.lines = (rb - ra) * 2 * ((run + 63) / 64);

@@ -331,7 +331,8 @@ void dot_rows_dpbf16(int64_t nk, int64_t d, const bf16_t* K, int64_t ldk, const 
 // `pairs` (nk / 2 x 16 words of two bf16), and each pair of V rows is
 // interleaved (VPERMT2W) into the pair layout the instruction reads. Per key
 // this is half the instructions of micro()'s widening loads and FMAs. tick:
-// step() per key pair of each 32-column block, as dot_rows' per key block.
+// step() per two key pairs of each 32-column block (per pair, its loads and
+// stores of the prefetcher's state cost a few percent of a warm step).
 template <int R, class Tick = NoTick>
 void pv_dpbf16(int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t* V, int64_t ldv, float* o,
                int64_t ldo, const float* alpha, uint32_t* pairs, Tick* tick = nullptr) {
@@ -366,7 +367,7 @@ void pv_dpbf16(int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t
         acc[r][0] = _mm512_dpbf16_ps(acc[r][0], p, w0);
         acc[r][1] = _mm512_dpbf16_ps(acc[r][1], p, w1);
       }
-      if (tick && (j & 2)) tick->step(2 * (2 * R * 2 * VW));  // every other pair: a tick costs
+      if (tick && (j & 2)) tick->step(2 * (2 * R * 2 * VW));
     }
     if (tick && (nk & 2)) tick->step(2 * R * 2 * VW);
 #pragma GCC unroll 16
@@ -377,46 +378,5 @@ void pv_dpbf16(int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t
   }
 }
 #endif
-
-// A decode step's P V on FMAs: O[r] = alpha[r] O[r] + sum_j P[j][r] V_j for R
-// query rows, V rows fp32 or 16-bit (widened as loaded), d a multiple of VW,
-// P^T rows lds apart. The same products summed in the same key order as
-// gemm<true, true> (so the same bits), walked as pv_dpbf16 walks them: per
-// block of kPvVecs vectors of O's columns, every key, with a tick per key so
-// that a decode task's prefetches are spread over its P V too.
-constexpr int kPvVecs = kVecRegs >= 32 ? 2 : 1;  // R x kPvVecs accumulators
-template <int R, int NB, class TB, class Tick>
-[[gnu::always_inline]] inline void pv_block(int64_t nk, const float* pt, int64_t lds, const TB* v, int64_t ldv,
-                                            float* o, int64_t ldo, const float* alpha, Tick* tick) {
-  vf acc[R][NB];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int b = 0; b < NB; ++b) acc[r][b] = vload(o + r * ldo + b * VW) * alpha[r];
-  for (int64_t j = 0; j < nk; ++j) {
-    vf x[NB];
-#pragma GCC unroll 4
-    for (int b = 0; b < NB; ++b) x[b] = vload_row(v + j * ldv + b * VW);
-    const float* p = pt + j * lds;
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int b = 0; b < NB; ++b) acc[r][b] += p[r] * x[b];
-    if (tick && (j & 3) == 3) tick->step(4 * R * NB * VW);  // every fourth key: a tick costs
-  }
-  if (tick && (nk & 3)) tick->step((nk & 3) * R * NB * VW);
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int b = 0; b < NB; ++b) vstore(o + r * ldo + b * VW, acc[r][b]);
-}
-template <int R, class TB, class Tick = NoTick>
-void pv_rows(int64_t nk, int64_t d, const float* pt, int64_t lds, const TB* V, int64_t ldv, float* o,
-             int64_t ldo, const float* alpha, Tick* tick = nullptr) {
-  int64_t e = 0;
-  for (; e + kPvVecs * VW <= d; e += kPvVecs * VW)
-    pv_block<R, kPvVecs>(nk, pt, lds, V + e, ldv, o + e, ldo, alpha, tick);
-  for (; e < d; e += VW) pv_block<R, 1>(nk, pt, lds, V + e, ldv, o + e, ldo, alpha, tick);
-}
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS
