@@ -2,7 +2,11 @@
 one panel per (pass, head dim, causal); with several runs of the same build each
 point is the median over the runs and a bar spans their min .. max.
 
-  python3 bench/gpu/plot_peers.py RUN.csv [RUN.csv ...] OUT.png
+  python3 bench/gpu/plot_peers.py RUN.csv [RUN.csv ...] [--replace RUN.csv ...] OUT.png
+
+--replace: the (implementation, pass, head dim, causal) series found in these runs
+replace the same series of the first runs (e.g. a later kernel's rows in an
+earlier grid, as the README's table does).
 """
 import collections
 import csv
@@ -28,8 +32,9 @@ def read(paths):
     return data
 
 
-def main(paths, out):
+def main(paths, out, replace=()):
     data = read(paths)
+    data.update(read(replace))
     panels = sorted({k[1:] for k in data}, key=lambda p: (p[0] != "fwd", p[1], p[2]))
     impls = [i for i in LABELS if any(k[0] == i for k in data)]
     cols = len({p[1:] for p in panels})
@@ -54,12 +59,17 @@ def main(paths, out):
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.suptitle(f"H200 bf16, {len(paths)} run(s): median, bars min..max", fontsize=10)
+    runs = f"{len(paths)} run(s)" + (f", some series from {len(replace)} later run(s)" if replace else "")
+    fig.suptitle(f"H200 bf16, {runs}: median, bars min..max", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    if len(args) < 2 or args[-1] == "--replace":
         sys.exit(__doc__)
-    main(sys.argv[1:-1], sys.argv[-1])
+    cut = args.index("--replace") if "--replace" in args else len(args) - 1
+    if cut == 0:
+        sys.exit(__doc__)
+    main(args[:cut], args[-1], args[cut + 1:-1])
