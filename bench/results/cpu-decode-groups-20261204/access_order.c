@@ -1,7 +1,8 @@
-// decode access pattern with throughput-bound (independent) work per line
+// The decode access pattern with throughput-bound work, six orders
 // MODE 0: each 64-row tile head by head (256 B of each 1 KB row, K then V per head); 1: row by row
 // (whole 1 KB rows); 2: K row by row, V head by head; 3: as 0 with V in four 64 B column passes
-// (the library's P V order); 4: head by head within 8-row sub-blocks. PF 1: the next tile
+// (the library's P V order); 4: head by head within 8-row sub-blocks; 5: as 0 with the next tile
+// prefetched head by head too (the demand order) instead of row by row. PF 1: the next tile
 // prefetched one line per line visited; 0: none. gcc -O2 -mavx512f -fopenmp -DWORK=N access_order.c
 #include <immintrin.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ int main(int argc,char**argv){
       for(size_t t=r0;t<r1;t+=64){
         // prefetch next tile: spread: 2*64*16 lines = 2048 lines over the tile's 2048 line visits
         const char* pk=k+(t+64)*RB; const char* pv=v+(t+64)*RB; size_t pi=0, pn=(pf && t+64<r1)?2*64*RB:0;
+#define PFH() if(pi<pn){ size_t li=pi/64, hh=li/(2*64*4), rem=li%(2*64*4), kv=rem/(64*4), rr=(rem%(64*4))/4, ll=rem%4; const char* base=kv?pv:pk; __builtin_prefetch(base+rr*RB+hh*256+ll*64,0,3); pi+=64; }
 #define PF() if(pi<pn){ __builtin_prefetch(pi<64*RB? pk+pi : pv+pi-64*RB,0,3); pi+=64; }
         if(mode==0){ // head-major (current)
           for(int h=0;h<4;h++){
@@ -55,6 +57,11 @@ int main(int argc,char**argv){
         } else if(mode==4) { // sub-blocks of 8 rows, head by head within each (K), then same for V
           for(size_t b=t;b<t+64;b+=8) for(int h=0;h<4;h++) for(size_t j=b;j<b+8;j++){ const char* row=k+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); PF()} }
           for(size_t b=t;b<t+64;b+=8) for(int h=0;h<4;h++) for(size_t j=b;j<b+8;j++){ const char* row=v+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); PF()} }
+        } else if(mode==5) { // head-major demand, head-major prefetch order (the next tile's head h K then V)
+          for(int h=0;h<4;h++){
+            for(size_t j=t;j<t+64;j++){ const char* row=k+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); PFH()} }
+            for(size_t j=t;j<t+64;j++){ const char* row=v+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); PFH()} }
+          }
         } else { // row-major
           for(size_t j=t;j<t+64;j++){ const char* row=k+j*RB; for(int l=0;l<16;l++){work_line(row+64*l,acc,work); PF()} }
           for(size_t j=t;j<t+64;j++){ const char* row=v+j*RB; for(int l=0;l<16;l++){work_line(row+64*l,acc,work); PF()} }
