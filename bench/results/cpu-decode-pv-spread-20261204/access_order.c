@@ -1,9 +1,14 @@
-// The decode access pattern with throughput-bound work, six orders
+// The decode access pattern with throughput-bound work (bench/NOTES.md, "CPU decode: prefetches
+// spread over P V too"): K and V [65536 rows][4 heads][128 bf16], 1 KB rows, six copies rotated,
+// two threads each take half the rows; WORK independent FMAs on 8 accumulators per 64-byte line
+// (16: the library's warm bf16 decode rate, ~55 GB/s; 2: a decode without GQA). Six orders:
 // MODE 0: each 64-row tile head by head (256 B of each 1 KB row, K then V per head); 1: row by row
 // (whole 1 KB rows); 2: K row by row, V head by head; 3: as 0 with V in four 64 B column passes
 // (the library's P V order); 4: head by head within 8-row sub-blocks; 5: as 0 with the next tile
 // prefetched head by head too (the demand order) instead of row by row. PF 1: the next tile
-// prefetched one line per line visited; 0: none. gcc -O2 -mavx512f -fopenmp -DWORK=N access_order.c
+// prefetched one line per line visited; 2 (MODE 0): two per K line, none during V (all of them
+// during the "scores", the library before the thirty-fourth session); 0: none.
+// gcc -O2 -mavx512f -fopenmp -DWORK=N access_order.c -o a && OMP_NUM_THREADS=2 ./a MODE PF
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +46,8 @@ int main(int argc,char**argv){
 #define PF() if(pi<pn){ __builtin_prefetch(pi<64*RB? pk+pi : pv+pi-64*RB,0,3); pi+=64; }
         if(mode==0){ // head-major (current)
           for(int h=0;h<4;h++){
-            for(size_t j=t;j<t+64;j++){ const char* row=k+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); PF()} }
-            for(size_t j=t;j<t+64;j++){ const char* row=v+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); PF()} }
+            for(size_t j=t;j<t+64;j++){ const char* row=k+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); PF() if(pf==2){PF()}} }
+            for(size_t j=t;j<t+64;j++){ const char* row=v+j*RB+h*256; for(int l=0;l<4;l++){work_line(row+64*l,acc,work); if(pf!=2){PF()}} }
           }
         } else if(mode==2) { // K row-major, V head-major
           for(size_t j=t;j<t+64;j++){ const char* row=k+j*RB; for(int l=0;l<16;l++){work_line(row+64*l,acc,work); PF()} }
