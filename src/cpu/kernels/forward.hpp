@@ -294,6 +294,13 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 #ifndef FA_DECODE_PF_OVER_PV
 #define FA_DECODE_PF_OVER_PV 1
 #endif
+// Whether a decode step's P V (on rows read in place) ticks the prefetcher:
+// attend flushes it after the scores otherwise, and decode_task counts the
+// P V's work in the spread only then.
+template <class T>
+inline bool pv_ticks(int64_t d, int ndot) {
+  return FA_DECODE_PF_OVER_PV && ndot > 0 && dpbf16_decode<T>(d);
+}
 
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
 // below c_end, for ncol query columns of (scale Q)^T already in qt (their
@@ -420,9 +427,9 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
       gemm<false>(nk, cb1 - cb0, d, kb, ldk, 1, qt + cb0, FLD, s + cb0, FLD);
     }
     // The tick's prefetches end with the scores unless the P V runs on
-    // VDPBF16PS, whose steps take their share too (FA_DECODE_PF_OVER_PV; the
-    // same spread over the fp32 / widening P V measured level, bench/NOTES.md).
-    if (tick && !(FA_DECODE_PF_OVER_PV && ndot && tile_in_place && dpbf16_decode<T>(d))) tick->flush();
+    // VDPBF16PS, whose steps take their share too (the same spread over the
+    // fp32 / widening P V measured level, bench/NOTES.md).
+    if (tick && !(tile_in_place && pv_ticks<T>(d, ndot))) tick->flush();
     if (partial) mask_cols_abs(s + cb0, FLD, lo + cb0, hi + cb0, cb1 - cb0, c0, nk);
 
     // Online softmax. A decode step with at most half a vector of query
@@ -847,11 +854,10 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
           const int64_t run = reinterpret_cast<const char*>(kl.row(ra)) + pf.row_bytes -
                               reinterpret_cast<const char*>(k0.row(ra));
           const int64_t nk = std::min(FBC, c_end - c0), ndot = dot_cols(sp.head_dim, nq, ncol);
-          const bool pv_ticks = FA_DECODE_PF_OVER_PV && ndot > 0 && dpbf16_decode<T>(sp.head_dim);
           pf.r = ra - 1;
           pf.r_end = rb;
           pf.lines = (rb - ra) * 2 * ((run + 63) / 64);
-          pf.work_total = std::max<int64_t>(1, nk * sp.head_dim * (ndot + (pv_ticks ? nq : 0)));
+          pf.work_total = std::max<int64_t>(1, nk * sp.head_dim * (ndot + (pv_ticks<T>(sp.head_dim, ndot) ? nq : 0)));
         } else {
           for (int64_t r = ra; r < rb; ++r) {
             prefetch_run(k0, kl, r);
