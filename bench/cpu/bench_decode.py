@@ -50,8 +50,10 @@ def main():
     big = torch.ones(1 << 28, dtype=torch.float32)  # 1 GiB
     r_med, r_min, r_max = timed(lambda: big.sum(), 15, warmup=3)
     read_gbps = big.numel() * 4 / r_med / 1e9
+    # commit: the working tree's; lib: the library this process loaded (FLASHATTN_LIBRARY may point
+    # at another build, as in the A/B runs of bench/results).
     lines = [f"# cpu decode, threads={nt}, date={datetime.datetime.now(datetime.timezone.utc).isoformat()} commit={commit} "
-             f"torch={torch.__version__}",
+             f"lib={flashattn.library_path()} torch={torch.__version__}",
              f"# caches rotated over {a.rotate_bytes / 2**20:.0f} MiB per shape (0: one copy, cache-warm)",
              f"# streaming read (torch.sum, 1 GiB fp32): median {read_gbps:.2f} GB/s "
              f"(spread {big.numel() * 4 / r_max / 1e9:.2f} .. {big.numel() * 4 / r_min / 1e9:.2f})",
