@@ -13,7 +13,7 @@
 #define FA_NV 4
 #define FA_AMX 1
 #define FA_BF16_DOT 1
-#define FA_BF16_DECODE_AVX512 1
+#define FA_OTHER_KERNELS kernels_avx512bf16_decode
 // The AMX path's tile sizes (kernels_amx.cpp): the same operand packings.
 #define FA_FWD_BC 256
 #define FA_BR 256

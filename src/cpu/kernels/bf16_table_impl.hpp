@@ -2,39 +2,31 @@
 // kernels_avx512bf16.cpp): bf16 runs forward_amx.hpp / backward_amx.hpp
 // compiled in this translation unit; fp32 and fp16 go to the AVX-512 kernels,
 // bit for bit (rounding their operands to bf16 would break their accuracy).
-// Included once by each, after it defines FA_ISA_NS, FA_ISA_NAME and
-// FA_KERNEL_TABLE_FN.
+// Included once by each, after it defines FA_ISA_NS, FA_ISA_NAME,
+// FA_KERNEL_TABLE_FN and FA_OTHER_KERNELS.
 #pragma once
 
 #include "backward_amx.hpp"
 #include "cpu/kernel_table.hpp"
 #include "forward.hpp"
 
-#ifndef FA_BF16_DECODE_AVX512
-#define FA_BF16_DECODE_AVX512 0
-#endif
-// The table of every call this path does not run on its pairs: the AVX-512
-// kernels, or with FA_BF16_DECODE_AVX512 the same kernels whose bf16 decode
-// scores run on VDPBF16PS (kernels_avx512bf16_decode.cpp).
-#if FA_BF16_DECODE_AVX512
-#define FA_OTHER_KERNELS kernels_avx512bf16_decode
-#else
-#define FA_OTHER_KERNELS kernels_avx512
+// FA_OTHER_KERNELS (set by the including file): the table of every call
+// this path does not run on its pairs: fp32, fp16, and bf16 decode steps.
+#ifndef FA_OTHER_KERNELS
+#error "define FA_OTHER_KERNELS before including bf16_table_impl.hpp"
 #endif
 
 namespace flashattn::detail::cpu {
 namespace {
 
-// FA_BF16_DECODE_AVX512: decode steps (use_decode) go to the AVX-512 kernels
-// (with VDPBF16PS scores), which read 16-bit K/V rows in place; this path's decode copies each tile
-// into its pair layout first, and measured 1.4-1.7x slower for it
-// (avx512_bf16 on a Zen 4, bench/NOTES.md).
+// Decode steps (use_decode) go to the AVX-512 kernels, which read 16-bit K/V
+// rows in place with GQA groups packed and the next tile prefetched; this
+// path's decode copies each tile into its pair layout, one head per task, and
+// measured 1.4-1.7x slower on a Zen 4 (avx512_bf16) and 1.3-1.7x on a Xeon
+// with AMX at 16k-64k keys (bench/NOTES.md).
 bool pairs_fwd(const FwdParams& p) {
   if (p.dtype != DType::BF16) return false;
-#if FA_BF16_DECODE_AVX512
-  if (p.heads_kv > 0 && FA_ISA_NS::use_decode(p)) return false;  // (heads_kv 0: an empty call)
-#endif
-  return true;
+  return p.heads_kv == 0 || !FA_ISA_NS::use_decode(p);  // (heads_kv 0: an empty call)
 }
 bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16; }
 

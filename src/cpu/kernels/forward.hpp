@@ -704,17 +704,11 @@ void forward_seq(const FwdParams& p, float* ws, int nthreads) {
 // (b, h, i) bookkeeping lives there), KV-cache decode included.
 inline bool use_decode(const FwdParams& p) { return p.seqlen_q * p.group() <= FBR && !p.has_variants(); }
 
-// Decode tasks run up to kDecodeHeads KV heads together (decode_task), except
-// bf16 on AMX tiles, which runs one head per task: there the grouping
-// measured 15-30 % slower (bench/NOTES.md; its tile copies into VNNI form
-// differ from the fp32 path's in-place reads).
+// Decode tasks run up to kDecodeHeads KV heads together (decode_task). (The
+// bf16 pair-GEMM paths, AMX and AVX512-BF16, send their decode calls to these
+// kernels compiled without FA_AMX: bf16_table_impl.hpp.)
 constexpr int64_t kDecodeHeads = 8;
-inline int64_t decode_group_heads(const FwdParams& p) {
-#if FA_AMX
-  if (p.dtype == DType::BF16) return 1;
-#endif
-  return std::min(p.heads_kv, kDecodeHeads);
-}
+inline int64_t decode_group_heads(const FwdParams& p) { return std::min(p.heads_kv, kDecodeHeads); }
 inline int64_t decode_head_groups(const FwdParams& p) {
   const int64_t gh = decode_group_heads(p);
   return gh > 0 ? (p.heads_kv + gh - 1) / gh : 0;
@@ -829,7 +823,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
     const char* e = reinterpret_cast<const char*>(last.row(r) + sp.head_dim);
     for (; a < e; a += 64) __builtin_prefetch(a, 0, FA_DECODE_PF_LOCALITY);
   };
-  // One head alone (bf16 on AMX) takes its whole slice in one call, which
+  // One head alone (one KV head) takes its whole slice in one call, which
   // prefetches its next tile itself.
   const int64_t step = nh > 1 ? FBC : std::max<int64_t>(c_end - c_begin, 1);
   // Software prefetch pays for tiles read in place (fp32, 64k keys, caches
