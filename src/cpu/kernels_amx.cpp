@@ -19,4 +19,8 @@
 // 256-query backward tiles: dK^T and dV^T (the accumulators of two of the
 // five GEMMs) are loaded and stored once per 8 K-steps instead of 4.
 #define FA_BR 256
+// No software prefetch of the next K/V tile in the forward: on a Xeon with
+// AMX the prefetch instructions stalled on full fill buffers (11% of the
+// samples) and the forward ran 5-10% faster without them (bench/NOTES.md).
+#define FA_AMX_FWD_PF 0
 #include "kernels/bf16_table_impl.hpp"

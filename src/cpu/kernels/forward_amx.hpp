@@ -25,6 +25,12 @@
 #include "tiles.hpp"
 #include "variants.hpp"
 
+// 1: each query block's softmax is preceded by a slice of the next K/V
+// tile's prefetches; 0: the hardware prefetchers alone (kernels_amx.cpp).
+#ifndef FA_AMX_FWD_PF
+#define FA_AMX_FWD_PF 1
+#endif
+
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
 static_assert(FBC % 32 == 0 && FBR % 32 == 0, "AMX tiles: 32 keys, 32 queries per block");
@@ -88,7 +94,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
     // The next tile's K/V rows are prefetched a slice per query block.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
-    const int64_t pf_step = pf1 > pf0 ? (pf1 - pf0 + nblk - 1) / nblk : 0;
+    const int64_t pf_step = FA_AMX_FWD_PF && pf1 > pf0 ? (pf1 - pf0 + nblk - 1) / nblk : 0;
 
     for (int64_t cb = 0; cb < ncol; cb += QB) {
       const int64_t nb = std::min(QB, ncol - cb);
