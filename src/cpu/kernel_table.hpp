@@ -33,6 +33,9 @@ const KernelTable& kernels_avx512bf16();
 // kernels_avx512() with bf16 decode steps scored on AVX512-BF16 dot products:
 // where kernels_avx512bf16() sends the calls it does not run on its pairs.
 const KernelTable& kernels_avx512bf16_decode();
+// kernels_avx512() with bf16 decode scores on AMX tiles: where kernels_amx()
+// sends its decode calls.
+const KernelTable& kernels_amx_decode();
 #endif
 #endif
 

@@ -1,10 +1,9 @@
 // CPU kernels for AMX (AMX-TILE + AMX-BF16, with AVX512-BF16 for the fp32 ->
 // bf16 packing): bf16 inputs run their GEMMs on the tile unit
 // (kernels/forward_amx.hpp, kernels/backward_amx.hpp, kernels/amx_tiles.hpp);
-// fp32, fp16 and bf16 decode steps run the AVX-512 kernels
-// (kernels/bf16_table_impl.hpp): on a Xeon with AMX, bf16 decode there (16-bit
-// rows widened as loaded) measured level with the VDPBF16PS decode of
-// kernels_avx512bf16_decode.cpp from memory and 5% faster cache-warm.
+// fp32 and fp16 run the AVX-512 kernels (kernels/bf16_table_impl.hpp), bf16
+// decode steps the same kernels with their scores on AMX tiles
+// (kernels_amx_decode.cpp).
 #define FA_ISA_NS amx
 #define FA_ISA_NAME "amx"
 #define FA_KERNEL_TABLE_FN kernels_amx
@@ -12,7 +11,7 @@
 #define FA_MR 4
 #define FA_NV 4
 #define FA_AMX 1
-#define FA_OTHER_KERNELS kernels_avx512
+#define FA_OTHER_KERNELS kernels_amx_decode
 // 256-key forward tiles: each load and store of the O^T accumulator tiles is
 // spread over 8 K-steps instead of 2 (64 keys); bench/NOTES.md, CPU / AMX.
 #define FA_FWD_BC 256

@@ -37,6 +37,15 @@
 #include "tiles.hpp"
 #include "variants.hpp"
 
+// FA_DECODE_AMX: bf16 decode scores on AMX tiles (amx_decode.hpp;
+// kernels_amx_decode.cpp sets it).
+#ifndef FA_DECODE_AMX
+#define FA_DECODE_AMX 0
+#endif
+#if FA_DECODE_AMX
+#include "amx_decode.hpp"
+#endif
+
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
 struct FwdLayout {
@@ -46,6 +55,7 @@ struct FwdLayout {
   size_t qr = 0;  // (scale Q) rows of the first kDotCols columns, kDotCols x dpad (dot_rows)
   size_t qb = 0;  // FA_DECODE_DPBF16: their raw bf16 rows, kDotCols x d (dot_rows_dpbf16)
   size_t pp = 0;  // FA_DECODE_DPBF16: a tile's P as bf16 pairs, FBC / 2 x VW words (pv_dpbf16)
+  size_t qtile = 0;  // FA_DECODE_AMX: the query columns as Q^T tiles (pack_q_tiles)
   size_t qv = 0, kb16 = 0, vt16 = 0, pv = 0, ot = 0;  // AMX only (forward_amx.hpp): bf16 pairs per float
 };
 
@@ -90,6 +100,9 @@ inline FwdLayout fwd_layout(int64_t d) {
 #if FA_DECODE_DPBF16
   L.qb = c.take(kDotCols * L.dpad / 2);
   L.pp = c.take(FBC / 2 * VW);  // P pairs of pv_dpbf16
+#endif
+#if FA_DECODE_AMX
+  if (d % 32 == 0) L.qtile = c.take(amx_q_floats(d));
 #endif
 #if FA_AMX
   const int64_t dq32 = round_up(d, 32);
@@ -176,6 +189,14 @@ inline bool dpbf16_decode(int64_t d) {
   return FA_DECODE_DPBF16 && std::is_same_v<TK, bf16_t> && d % 32 == 0;
 }
 
+// Whether a decode step on bf16 K rows read in place scores them on AMX
+// tiles (dot_rows_amx against the packed Q^T in L.qtile; whole 32-element
+// chunks of the head dimension).
+template <class TK>
+inline bool amx_decode(int64_t d) {
+  return FA_DECODE_AMX && std::is_same_v<TK, bf16_t> && d % 32 == 0;
+}
+
 #if FA_DECODE_DPBF16
 // pv_dpbf16 for nr (<= kDotCols) query rows; P^T rows FLD apart.
 template <class Tick>
@@ -197,10 +218,24 @@ void pv_dpbf16_rows(int64_t nr, int64_t nk, int64_t d, const float* pt, const bf
 
 // S^T of a decode step's ndot query columns (dot_cols) against nk key rows:
 // from the scaled fp32 rows in qr, or (dpbf16_decode) the bf16 rows in qb
-// with the factor qmul applied to the sums.
+// with the factor qmul applied to the sums, or (amx_decode) the Q^T tiles in
+// qtile, whole 16-key blocks on the tile unit with the same factor and the
+// last nk % 16 keys from qr.
 template <class TK, class Tick = NoTick>
 void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, const float* qr,
-                   const uint16_t* qb, float qmul, float* s, Tick* tick = nullptr) {
+                   const uint16_t* qb, const uint16_t* qtile, float qmul, float* s, Tick* tick = nullptr) {
+#if FA_DECODE_AMX
+  if constexpr (std::is_same_v<TK, bf16_t>) {
+    if (amx_decode<TK>(d) && qtile) {
+      const int64_t n16 = nk / 16 * 16;
+      if (n16 > 0) dot_rows_amx(n16, d, k, ldk, qtile, qmul, s, FLD, ndot, tick);
+      if (n16 < nk) scores_by_dot(ndot, nk - n16, d, k + n16 * ldk, ldk, qr, qb, nullptr, qmul, s + n16 * FLD);
+      return;
+    }
+  }
+#else
+  (void)qtile;
+#endif
 #if FA_DECODE_DPBF16
   if constexpr (std::is_same_v<TK, bf16_t>) {
     if (dpbf16_decode<TK>(d)) {
@@ -288,9 +323,9 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 #ifndef FA_DECODE_PF_SPREAD
 #define FA_DECODE_PF_SPREAD 1
 #endif
-// 1: the spread covers the scores and the P V of a VDPBF16PS decode step, in
-// proportion to their multiply-adds; 0: the scores only (the P V then runs
-// with no prefetch in flight but the hardware's).
+// 1: the spread covers the scores and the P V of a VDPBF16PS or AMX decode
+// step, in proportion to their multiply-adds; 0: the scores only (the P V
+// then runs with no prefetch in flight but the hardware's).
 #ifndef FA_DECODE_PF_OVER_PV
 #define FA_DECODE_PF_OVER_PV 1
 #endif
@@ -299,7 +334,40 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 // P V's work in the spread only then.
 template <class T>
 inline bool pv_ticks(int64_t d, int ndot) {
-  return FA_DECODE_PF_OVER_PV && ndot > 0 && dpbf16_decode<T>(d);
+  return FA_DECODE_PF_OVER_PV && ndot > 0 && (dpbf16_decode<T>(d) || amx_decode<T>(d));
+}
+
+// The weight of a decode step's scores in its prefetch spread, per key row,
+// in the units of step(): ndot columns x d multiply-adds, a quarter of that
+// on AMX tiles, whose multiply-adds take a small part of the step's time
+// (dot_rows_amx ticks in the same units).
+template <class T>
+inline int64_t score_work(int64_t d, int ndot) {
+#if FA_DECODE_AMX
+  if (amx_decode<T>(d)) return ndot * d / kAmxScoreShare;
+#endif
+  return ndot * d;
+}
+
+// Keys per P V call of a ticking AMX decode step (pv_in_chunks).
+constexpr int64_t kPvChunk = 16;
+
+// O = diag(alpha) O + P V over nk keys in calls of kPvChunk keys with a tick
+// after each: gemm's sums run over the keys in order and O goes through
+// memory exactly (fp32) between calls, so the result is the one call's bits.
+template <class T, class Tick>
+void pv_in_chunks(int64_t nr, int64_t dp, int64_t nk, const float* pt, const T* v, int64_t ldv, float* o,
+                  const float* alpha, Tick* tick) {
+  for (int64_t j = 0; j < nk; j += kPvChunk) {
+    const int64_t n = std::min(kPvChunk, nk - j);
+    if (alpha) {
+      gemm<true, true>(nr, dp, n, pt + j * FLD, 1, FLD, v + j * ldv, ldv, o, dp, alpha);
+      alpha = nullptr;
+    } else {
+      gemm<true>(nr, dp, n, pt + j * FLD, 1, FLD, v + j * ldv, ldv, o, dp);
+    }
+    tick->step(n * nr * dp);
+  }
 }
 
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
@@ -410,10 +478,11 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     if (ndot && tile_in_place) {
       for_runs(c0, nk, [&](int64_t j0, int64_t j1) {
         scores_by_dot(ndot, j1 - j0, d, K.row(c0 + j0), K.seq_stride, ws + L.qr,
-                      reinterpret_cast<const uint16_t*>(ws + L.qb), qscale, s + j0 * FLD, tick);
+                      reinterpret_cast<const uint16_t*>(ws + L.qb), reinterpret_cast<const uint16_t*>(ws + L.qtile),
+                      qscale, s + j0 * FLD, tick);
       });
     } else if (ndot) {
-      scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, nullptr, 1.0f, s);
+      scores_by_dot(ndot, nk, d, kb, ldk, ws + L.qr, nullptr, nullptr, 1.0f, s);
     } else if constexpr (kFloat) {
       if (tile_in_place) {
         for_runs(c0, nk, [&](int64_t j0, int64_t j1) {
@@ -521,6 +590,10 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
           }
         }
 #endif
+        if (tick && ndot && amx_decode<T>(d) && FA_DECODE_PF_OVER_PV) {
+          pv_in_chunks(nr, dp, j1 - j0, pt, vr, V.seq_stride, o + cb0 * dp, j0 == 0 ? al + cb0 : nullptr, tick);
+          return;
+        }
         if (j0 == 0) {
           gemm<true, true>(nr, dp, j1 - j0, pt, 1, FLD, vr, V.seq_stride, o + cb0 * dp, dp, al + cb0);
         } else {
@@ -568,6 +641,9 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
 #endif
   ColumnBounds cb{{INT64_MAX, 0}, 0, INT64_MAX};
   const int ndot = dot_cols(d, nq, ncol);
+#if FA_DECODE_AMX
+  const uint16_t* dot_rows16[kDotCols];  // the raw bf16 rows of dot_rows' columns, for pack_q_tiles
+#endif
   for (int64_t c = 0; c < nq; ++c) {
     int64_t h, i;
     col(c, &h, &i);
@@ -582,6 +658,9 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
       // a 64-key decode call (bench/NOTES.md).
       load_row(qrow, ws + L.qr + c * L.dpad, d, qscale);
       if (dpbf16_decode<T>(d)) std::memcpy(reinterpret_cast<uint16_t*>(ws + L.qb) + c * d, qrow, 2 * size_t(d));
+#if FA_DECODE_AMX
+      dot_rows16[c] = reinterpret_cast<const uint16_t*>(qrow);
+#endif
     } else {
       load_row(qrow, tmp, d, qscale);
       for (int64_t k = 0; k < d; ++k) qt[k * FLD + c] = tmp[k];
@@ -606,6 +685,9 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
       std::memset(reinterpret_cast<uint16_t*>(ws + L.qb) + nq * d, 0, 2 * size_t((ndot - nq) * d));
   }
   for (int64_t c = nq; c < ncol; ++c) lo[c] = hi[c] = 0;
+#if FA_DECODE_AMX
+  if (ndot && amx_decode<T>(d)) pack_q_tiles(reinterpret_cast<uint16_t*>(ws + L.qtile), dot_rows16, nq, d);
+#endif
 #if FA_AMX
   if constexpr (kTiles) pack_q_columns(reinterpret_cast<uint16_t*>(ws + L.qv), qrows, nq, ncol, d);
 #endif
@@ -851,7 +933,8 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
           pf.r = ra - 1;
           pf.r_end = rb;
           pf.lines = (rb - ra) * 2 * ((run + 63) / 64);
-          pf.work_total = std::max<int64_t>(1, nk * sp.head_dim * (ndot + (pv_ticks<T>(sp.head_dim, ndot) ? nq : 0)));
+          pf.work_total = std::max<int64_t>(
+              1, nk * (score_work<T>(sp.head_dim, ndot) + (pv_ticks<T>(sp.head_dim, ndot) ? nq * sp.head_dim : 0)));
         } else {
           for (int64_t r = ra; r < rb; ++r) {
             prefetch_run(k0, kl, r);
@@ -928,6 +1011,9 @@ void decode(const FwdParams& p, float* ws, int nthreads) {
 #pragma omp parallel num_threads(nthreads)
   {
     float* w = ws + size_t(omp_get_thread_num()) * per_thread;
+#if FA_DECODE_AMX
+    configure_tiles();  // per thread, once per call (dot_rows_amx)
+#endif
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < ntasks; ++t) {
       const int64_t split = t % ns, bg = t / ns, b = bg / groups, hk0 = bg % groups * gh;
@@ -944,6 +1030,9 @@ void decode(const FwdParams& p, float* ws, int nthreads) {
         decode_merge<T>(sp, L, w + L.o, u % p.heads_kv, ns, parts + size_t(u * ns) * pstride, pstride);
       }
     }
+#if FA_DECODE_AMX
+    release_tiles();
+#endif
   }
 }
 
