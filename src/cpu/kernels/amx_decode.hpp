@@ -15,6 +15,7 @@
 #endif
 
 #include "amx_tiles.hpp"
+#include "bf16_pack.hpp"
 #include "convert.hpp"
 #include "simd.hpp"
 
@@ -71,6 +72,89 @@ void dot_rows_amx(int64_t nk, int64_t d, const bf16_t* K, int64_t ldk, const uin
     const vf q = vsplat(qmul);
     for (int64_t r = 0; r < rows; ++r) vstore(s + (j + r) * lds, vload(s + (j + r) * lds) * q);
     if (tick) tick->step(rows * nc * d / kAmxScoreShare);
+  }
+}
+
+// Query rows from which pv_amx beats the FMAs: its V interleave costs the
+// same for any row count, while the FMAs' work grows with the rows (without
+// GQA, one row, it measured 7% slower from memory; bench/NOTES.md).
+constexpr int64_t kPvAmxMinRows = 4;
+// Keys of one pv_amx call: two 32-key blocks (A tiles 4 and 5).
+constexpr int64_t kPvAmxKeys = 64;
+// Scratch of pv_amx, in uint16_t: P in rows (two 16 x 32 tiles), then V in
+// pairs (kPvAmxKeys / 32 x d / 16 tiles of 16 x 16 pairs).
+inline int64_t pv_amx_scratch(int64_t d) { return 2 * 512 + kPvAmxKeys / 32 * (d / 16) * 512; }
+
+// A decode step's P V on AMX tiles: O[r] = alpha[r] O[r] + sum_j P[j][r] V_j
+// for r < nr (<= 16) and nk <= kPvAmxKeys keys; P^T fp32 rows lds apart,
+// rounded to bf16 (as pv_dpbf16 and the GPU kernels round P); V bf16 rows
+// ldv apart, d a multiple of 32; O fp32 rows ldo apart, 16 rows of buffer
+// (rows nr.. are added 0). TDPBF16PS wants A with the keys along its rows
+// and B with key pairs side by side: P is gathered into rows (its columns
+// are the step's query rows), and each pair of V rows is interleaved
+// (VPERMT2W, as pv_dpbf16 does) into the B tiles; the O rows are the C
+// tiles, 16 head-dim columns at a time. alpha nullptr: no rescale. tick:
+// step(work) per four keys of the V interleave, work as pv_ticks counts it
+// (keys x nr x d).
+template <class Tick>
+void pv_amx(int64_t nr, int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t* V, int64_t ldv,
+            float* o, int64_t ldo, const float* alpha, uint16_t* scratch, Tick* tick) {
+  const uint16_t* v = reinterpret_cast<const uint16_t*>(V);
+  uint16_t *pa = scratch, *vb = scratch + 2 * 512;
+  const int64_t nb = (nk + 31) / 32, dc = d / 16;  // key blocks, 16-column chunks of d
+  // P rows: A tile b, row r = bf16(P[32b + k][r]) for k < 32, 0 past nk and for r >= nr.
+  const __m512i idx = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(int(lds)));
+  auto keys_mask = [&](int64_t k0) -> __mmask16 {
+    const int64_t n = nk - k0;
+    return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const __mmask16 m0 = keys_mask(32 * b), m1 = keys_mask(32 * b + 16);
+    for (int64_t r = 0; r < 16; ++r) {
+      __m512i row = _mm512_setzero_si512();
+      if (r < nr) {
+        const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m0, idx, pt + 32 * b * lds + r, 4);
+        const __m512 g1 = m1 ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m1, idx, pt + (32 * b + 16) * lds + r, 4)
+                             : _mm512_setzero_ps();
+        row = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(g1, g0));
+      }
+      _mm512_storeu_si512(pa + b * 512 + r * 32, row);
+    }
+  }
+  // V pairs: B tile (b, c), row p = (V[32b + 2p][16c + i], V[32b + 2p + 1][16c + i]) for i < 16.
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
+                                      6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  for (int64_t j = 0; j < 32 * nb; j += 2) {
+    uint16_t* row = vb + (j / 32) * dc * 512 + (j % 32) / 2 * 32;
+    const bool a = j < nk, c = j + 1 < nk;
+    for (int64_t e = 0; e < d; e += 32) {
+      const __m512i v0 = a ? _mm512_loadu_si512(v + j * ldv + e) : _mm512_setzero_si512();
+      const __m512i v1 = c ? _mm512_loadu_si512(v + (j + 1) * ldv + e) : _mm512_setzero_si512();
+      _mm512_storeu_si512(row + (e / 16) * 512, _mm512_permutex2var_epi16(v0, lo, v1));
+      _mm512_storeu_si512(row + (e / 16 + 1) * 512, _mm512_permutex2var_epi16(v0, hi, v1));
+    }
+    if (tick && (j & 2) && j < nk) tick->step(4 * nr * d);
+  }
+  if (alpha) {
+    for (int64_t r = 0; r < nr; ++r) {
+      const vf a = vsplat(alpha[r]);
+      for (int64_t e = 0; e < d; e += VW) vstore(o + r * ldo + e, vload(o + r * ldo + e) * a);
+    }
+  }
+  const int64_t so = ldo * 4;
+  _tile_loadd(4, pa, 64);
+  if (nb > 1) _tile_loadd(5, pa + 512, 64);
+  for (int64_t c = 0; c < dc; ++c) {
+    _tile_loadd(0, o + 16 * c, so);
+    _tile_loadd(6, vb + c * 512, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if (nb > 1) {
+      _tile_loadd(7, vb + (dc + c) * 512, 64);
+      _tile_dpbf16ps(0, 5, 7);
+    }
+    _tile_stored(0, o + 16 * c, so);
   }
 }
 

@@ -45,6 +45,11 @@
 #if FA_DECODE_AMX
 #include "amx_decode.hpp"
 #endif
+// 1: an AMX decode step's P V on tiles too (pv_amx); 0: on the widening FMAs
+// in 16-key calls (pv_in_chunks), for A/B runs.
+#ifndef FA_DECODE_AMX_PV
+#define FA_DECODE_AMX_PV 1
+#endif
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
@@ -56,6 +61,7 @@ struct FwdLayout {
   size_t qb = 0;  // FA_DECODE_DPBF16: their raw bf16 rows, kDotCols x d (dot_rows_dpbf16)
   size_t pp = 0;  // FA_DECODE_DPBF16: a tile's P as bf16 pairs, FBC / 2 x VW words (pv_dpbf16)
   size_t qtile = 0;  // FA_DECODE_AMX: the query columns as Q^T tiles (pack_q_tiles)
+  size_t pvs = 0;    // FA_DECODE_AMX: pv_amx's P rows and V pairs
   size_t qv = 0, kb16 = 0, vt16 = 0, pv = 0, ot = 0;  // AMX only (forward_amx.hpp): bf16 pairs per float
 };
 
@@ -102,7 +108,10 @@ inline FwdLayout fwd_layout(int64_t d) {
   L.pp = c.take(FBC / 2 * VW);  // P pairs of pv_dpbf16
 #endif
 #if FA_DECODE_AMX
-  if (d % 32 == 0) L.qtile = c.take(amx_q_floats(d));
+  if (d % 32 == 0) {
+    L.qtile = c.take(amx_q_floats(d));
+    L.pvs = c.take((pv_amx_scratch(d) + 1) / 2);
+  }
 #endif
 #if FA_AMX
   const int64_t dq32 = round_up(d, 32);
@@ -586,6 +595,16 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
             static constexpr float kOnes[kDotCols] = {1, 1, 1, 1, 1, 1, 1, 1};
             pv_dpbf16_rows(nr, j1 - j0, d, pt, vr, V.seq_stride, o + cb0 * dp, dp, j0 == 0 ? al + cb0 : kOnes,
                            reinterpret_cast<uint32_t*>(ws + L.pp), FA_DECODE_PF_OVER_PV ? tick : nullptr);
+            return;
+          }
+        }
+#endif
+#if FA_DECODE_AMX
+        if constexpr (std::is_same_v<T, bf16_t>) {
+          static_assert(FBC <= kPvAmxKeys, "pv_amx takes one key tile");
+          if (FA_DECODE_AMX_PV && ndot && amx_decode<T>(d) && nr >= kPvAmxMinRows) {
+            pv_amx(nr, j1 - j0, d, pt, FLD, vr, V.seq_stride, o + cb0 * dp, dp, j0 == 0 ? al + cb0 : nullptr,
+                   reinterpret_cast<uint16_t*>(ws + L.pvs), FA_DECODE_PF_OVER_PV ? tick : nullptr);
             return;
           }
         }
