@@ -37,7 +37,7 @@
 #include "tiles.hpp"
 #include "variants.hpp"
 
-// FA_DECODE_AMX: bf16 decode scores on AMX tiles (amx_decode.hpp;
+// FA_DECODE_AMX: bf16 decode scores and P V on AMX tiles (amx_decode.hpp;
 // kernels_amx_decode.cpp sets it).
 #ifndef FA_DECODE_AMX
 #define FA_DECODE_AMX 0
