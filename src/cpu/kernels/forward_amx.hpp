@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "bf16_gemm.hpp"
 #include "convert.hpp"
@@ -84,10 +85,21 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
   for (int64_t c0 = c_begin; c0 < c_end; c0 += FBC) {
     const int64_t nk = std::min(FBC, seqlen_k - c0);
     const int64_t nk16 = round_up(nk, 16), nk32 = round_up(nk, 32);
-    for (int64_t j = 0; j < nk16; ++j) {
-      uint16_t* dst = kb + j * dq32;
-      if (j < nk) std::memcpy(dst, krow(c0 + j), size_t(d) * 2);
-      std::memset(dst + (j < nk ? d : 0), 0, size_t(dq32 - (j < nk ? d : 0)) * 2);
+    // The K tile is the A operand of S^T = K Q^T: read where it lies (the
+    // GEMM takes the row stride) when its rows are whole 32-element chunks
+    // and whole 16-row blocks of a strided tensor; else copied and zero
+    // padded (the copy was 7% of the forward, bench/NOTES.md).
+    const uint16_t* ka = kb;
+    int64_t lda = dq32;
+    if (std::is_same_v<KV, Rows<const bf16_t>> && d == dq32 && nk == nk16) {
+      ka = krow(c0);
+      lda = K.seq_stride;
+    } else {
+      for (int64_t j = 0; j < nk16; ++j) {
+        uint16_t* dst = kb + j * dq32;
+        if (j < nk) std::memcpy(dst, krow(c0 + j), size_t(d) * 2);
+        std::memset(dst + (j < nk ? d : 0), 0, size_t(dq32 - (j < nk ? d : 0)) * 2);
+      }
     }
     auto vrow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(V.row(c0 + j)); };
     const bool vbad = transpose_bf16(vrow, nk, d, dp, nk32, vt, FBC);
@@ -104,7 +116,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         prefetch_rows(K, a, e, d);
         prefetch_rows(V, a, e, d);
       }
-      tile_gemm(nk16, nb, dq32, kb, dq32, qv + 2 * cb, 2 * FBR, s, QB, false);  // raw q.k
+      tile_gemm(nk16, nb, dq32, ka, lda, qv + 2 * cb, 2 * FBR, s, QB, false);  // raw q.k
       if (partial) mask_cols_abs(s, QB, lo + cb, hi + cb, nb, c0, nk);
 
       for (int64_t c = 0; c < nb; c += VW) {
