@@ -3,7 +3,7 @@
 // with both GEMMs on the tile unit and P rounded to bf16 before P V, as a GPU
 // kernel does (the correctness rule's naive_same_dtype rounds P the same way).
 //
-//   S^T = K Q^T   A = the K tile, bf16 rows copied as they are;
+//   S^T = K Q^T   A = the K tile, bf16 rows read in place (or copied, padded);
 //                 B = Q^T in VNNI pairs, packed once per task (load_columns).
 //   O^T += V^T P^T  A = V^T, transposed once per K/V tile;
 //                 B = P^T in VNNI pairs, written by the softmax loop itself.
