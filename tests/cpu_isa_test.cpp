@@ -91,6 +91,13 @@ std::vector<Case> isa_cases() {
     v.push_back(make(dt, 128, 2, 1030, 8, 2, true));  // 2 x 4 = 8 rows
     v.push_back(make(dt, 64, 3, 2, 2, 1, true));      // 6 rows, row 0 sees no key
     v.push_back(make(dt, 48, 1, 200, 6, 1, false));   // 6 rows, widened
+    // Decode on AMX tiles (the amx path): 4 query rows per group, the least
+    // that takes P V onto the tiles (kPvAmxMinRows), with a last tile of 2
+    // keys (1090 = 17 x 64 + 2: no whole 16-key block for the tile scores, one
+    // key pair for P V) and of 33 keys (673 = 10 x 64 + 33: a second 32-key
+    // block holding one key).
+    v.push_back(make(dt, 128, 1, 1090, 16, 4, false));
+    v.push_back(make(dt, 64, 1, 673, 8, 2, true));
     v.push_back(make(dt, 256, 17, 267, 2, 2, true, Layout::Packed, 2));
     v.push_back(make(dt, 256, 129, 33, 2, 1, false, Layout::Padded));
     v.push_back(make(dt, 8, 113, 17, 2, 2, true));
