@@ -178,13 +178,19 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   const uint64_t dq = ML::q_desc(sm, wg);
 
   // Pingpong turns (when T::kPingpong and a.pingpong): warpgroup w waits on
-  // barrier kBarScheduler + w before issuing a tile's wgmmas and then hands
-  // the turn to the other one (256 threads per barrier phase: its own 128
-  // syncing + the other's 128 arriving). Warpgroup 0 gives itself the first
-  // turn of each work tile; warpgroup 1 skips its last hand-over of the tile,
-  // which nobody would consume, so every barrier phase completes.
+  // barrier kBarScheduler + w before issuing a key tile's wgmmas and then
+  // hands the turn to the next one, w + 1 mod kConsumerWGs (256 threads per
+  // barrier phase: its own 128 syncing + the previous one's 128 arriving).
+  // Every warpgroup of a work tile takes n_tiles turns. Warpgroup 0 gives
+  // itself the first turn of each work tile; the last warpgroup skips its
+  // last hand-over of the tile, which nobody would consume, so every barrier
+  // phase completes. No warpgroup can arrive twice on a barrier before its
+  // owner has synced: the next work tile's first turn needs its Q, which the
+  // producer loads only once every consumer warp has released the last Q
+  // (after its last turn).
+  constexpr int kWGs = T::kConsumerWGs;
   const int n_tiles = range.n_end - range.n_begin;
-  const bool pingpong = T::kPingpong && a.pingpong != 0;
+  const bool pingpong = T::kPingpong && (kWGs == 3 || a.pingpong != 0);
   auto sched_sync = [&]() {
     if constexpr (T::kPingpong) {
       if (pingpong) named_barrier_sync(T::kBarScheduler + wg, 256);
@@ -192,8 +198,8 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
   };
   auto sched_arrive = [&](bool last) {
     if constexpr (T::kPingpong) {
-      if (pingpong && !(wg == 1 && last)) {
-        named_barrier_arrive(T::kBarScheduler + (1 - wg), 256);
+      if (pingpong && !(wg == kWGs - 1 && last)) {
+        named_barrier_arrive(T::kBarScheduler + (wg + 1 == kWGs ? 0 : wg + 1), 256);
       }
     }
   };
@@ -227,12 +233,16 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
       for (int i = 1; i < n_tiles; ++i) {
         // Serial order (T::kIntraWGOverlap off): O += P_{i-1} V_{i-1} retires
         // before S_i = Q K_i^T is issued, so P and S are never live together
-        // (the other warpgroups keep the tensor cores busy meanwhile).
+        // (the other warpgroups keep the tensor cores busy meanwhile). A
+        // pingpong turn spans both: K_i is waited for before it, so that the
+        // turn holds the tensor cores for its two GEMMs only.
         const PipeState<T::kStages> prev = pipe;
         pipe.advance();
         wait_kv(sm.v_full(prev.stage), prev.phase);
+        if (pingpong) wait_kv(sm.k_full(pipe.stage), pipe.phase);
         fence_operand(o);
         fence_operand(p);
+        sched_sync();
         wgmma_fence();
         ML::issue_pv(o, p, sm.v(prev.stage));
         wgmma_commit();
@@ -244,6 +254,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         wgmma_fence();
         ML::issue_qk(s, dq, sm.k(pipe.stage));
         wgmma_commit();
+        sched_arrive(i == n_tiles - 1);
         wgmma_wait<0>();
         fence_operand(s);
         if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));

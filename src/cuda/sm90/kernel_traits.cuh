@@ -111,11 +111,19 @@ struct FwdTraits {
   static constexpr int kStages = kStagesWanted < kStagesFit ? kStagesWanted : kStagesFit;
   static_assert(kStages >= 2, "");
 
-  // Pingpong (FA3 §3.2, "inter-warpgroup overlap"): the two consumer
-  // warpgroups take turns issuing their wgmmas, so one's softmax runs under
-  // the other's GEMMs. Compiled in for two consumers; switched on per launch
-  // (KernelArgs::pingpong, chosen in sm90_forward.cu).
-  static constexpr bool kPingpong = kConsumerWGs == 2;
+  // Pingpong (FA3 §3.2, "inter-warpgroup overlap"): the consumer warpgroups
+  // take turns issuing their wgmmas (0, 1[, 2], 0, ...), so one's softmax
+  // runs under the others' GEMMs. Two consumers: compiled in, switched on per
+  // launch (KernelArgs::pingpong, chosen in sm90_forward.cu). Three: an A/B
+  // knob, off; where compiled in, always on (a run-time switch cost the
+  // 192-row kernels 44-80 bytes of spills). Measured on (bench/sm90/NOTES.md,
+  // "Three warpgroups taking turns"): fp8 head dim 128 4-8% slower at
+  // 8k-16k, bf16 128 level (causal -3%), bf16 64 +2-5% unmasked from 4k but
+  // level or lower elsewhere.
+#ifndef FLASHATTN_SM90_PINGPONG3
+#define FLASHATTN_SM90_PINGPONG3 0
+#endif
+  static constexpr bool kPingpong = kConsumerWGs == 2 || FLASHATTN_SM90_PINGPONG3;
   // FA3's intra-warpgroup overlap (kernel.cuh) keeps S, O and P live at once:
   // 144 accumulator registers for fp8 at head dim 128, more than three
   // consumer warpgroups' 160 per thread leave room for (ptxas spilled 144
