@@ -408,7 +408,10 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
   const int32_t* hi = lo + FBR;
   if (fresh) {
     for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
-    std::memset(o, 0, sizeof(float) * size_t(nq * dp));
+    // pv_amx loads and stores O as 16-row C tiles: rows nq..15 are zeroed
+    // too, so that it adds its zero rows to defined values.
+    const int64_t o_rows = amx_decode<row_type_t<KV>>(d) ? std::max<int64_t>(nq, std::min<int64_t>(16, FBR)) : nq;
+    std::memset(o, 0, sizeof(float) * size_t(o_rows * dp));
   }
 
   // Decode-sized tiles (in_place_tiles): the GEMMs read K and V where they
