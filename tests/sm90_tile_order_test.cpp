@@ -31,6 +31,7 @@ using flashattn::detail::cuda::sm90::split_count;
 using flashattn::detail::cuda::sm90::split_key_tiles;
 using flashattn::detail::cuda::sm90::gqa_pack_heads;
 using flashattn::detail::cuda::sm90::hd128_narrow_tiles_pay;
+using flashattn::detail::cuda::sm90::hd64_turns_pay;
 using flashattn::detail::cuda::sm90::paged_gather_pays;
 
 struct Mask {
@@ -178,6 +179,17 @@ TEST(Sm90TileRules, Hd128TilesByWaves) {
 // Backward, head dim 128, unmasked: 80-row steps unless they pad more than
 // 4% more rows than 64-row ones (measured on the H200: 512 slower, 1k level,
 // 2k-16k faster; bench/sm90/NOTES.md).
+// Head dim 64's three warpgroups take turns on unmasked padded calls from
+// 4096 keys (where they measured 2-5% faster), nowhere else.
+TEST(Sm90TileRules, Hd64Turns) {
+  EXPECT_TRUE(hd64_turns_pay(false, false, 4096));
+  EXPECT_TRUE(hd64_turns_pay(false, false, 16384));
+  EXPECT_FALSE(hd64_turns_pay(false, false, 4095));
+  EXPECT_FALSE(hd64_turns_pay(false, false, 2048));
+  EXPECT_FALSE(hd64_turns_pay(true, false, 16384));   // causal / window
+  EXPECT_FALSE(hd64_turns_pay(false, true, 16384));   // varlen, KV cache: no such kernel
+}
+
 TEST(Sm90TileRules, BwdTallSteps) {
   EXPECT_FALSE(bwd_tall_steps_pay(512));  // 560 rows against 512
   for (int64_t sq : {1024, 2048, 4096, 8192, 16384}) EXPECT_TRUE(bwd_tall_steps_pay(sq)) << sq;

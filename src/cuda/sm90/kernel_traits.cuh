@@ -57,7 +57,16 @@ struct ElementTraits<__nv_fp8_e4m3> {
   }
 };
 
-template <class Element_, int kHeadDim_, int kBlockM_ = block_m_for(kHeadDim_)>
+// Three consumer warpgroups taking turns (kPingpong below): an A/B knob that
+// turns them on in every three-warpgroup kernel.
+#ifndef FLASHATTN_SM90_PINGPONG3
+#define FLASHATTN_SM90_PINGPONG3 0
+#endif
+
+// kTurns3_: the three-warpgroup kernel with turns (launch.cuh instantiates it
+// for head dim 64's unmasked long calls, tile_rules.hpp hd64_turns_pay).
+template <class Element_, int kHeadDim_, int kBlockM_ = block_m_for(kHeadDim_),
+          bool kTurns3_ = FLASHATTN_SM90_PINGPONG3 != 0>
 struct FwdTraits {
   using Element = Element_;
   using MmaTag = typename ElementTraits<Element>::MmaTag;
@@ -114,16 +123,14 @@ struct FwdTraits {
   // Pingpong (FA3 §3.2, "inter-warpgroup overlap"): the consumer warpgroups
   // take turns issuing their wgmmas (0, 1[, 2], 0, ...), so one's softmax
   // runs under the others' GEMMs. Two consumers: compiled in, switched on per
-  // launch (KernelArgs::pingpong, chosen in sm90_forward.cu). Three: an A/B
-  // knob, off; where compiled in, always on (a run-time switch cost the
-  // 192-row kernels 44-80 bytes of spills). Measured on (bench/sm90/NOTES.md,
-  // "Three warpgroups taking turns"): fp8 head dim 128 4-8% slower at
-  // 8k-16k, bf16 128 level (causal -3%), bf16 64 +2-5% unmasked from 4k but
-  // level or lower elsewhere.
-#ifndef FLASHATTN_SM90_PINGPONG3
-#define FLASHATTN_SM90_PINGPONG3 0
-#endif
-  static constexpr bool kPingpong = kConsumerWGs == 2 || FLASHATTN_SM90_PINGPONG3;
+  // launch (KernelArgs::pingpong, chosen in sm90_forward.cu). Three: always
+  // on where compiled in (kTurns3_: a run-time switch cost the 192-row
+  // kernels 44-80 bytes of spills), which is a kernel of its own. Measured
+  // (bench/sm90/NOTES.md, "Three warpgroups taking turns"): bf16 head dim 64
+  // +2-5% unmasked from 4k keys, level or lower elsewhere; fp8 head dim 128
+  // 4-8% slower at 8k-16k, bf16 128 level (causal -3%). The head-dim-64
+  // kernel with turns (unmasked, >= 4k keys): 2-3% faster than without.
+  static constexpr bool kPingpong = kConsumerWGs == 2 || kTurns3_;
   // FA3's intra-warpgroup overlap (kernel.cuh) keeps S, O and P live at once:
   // 144 accumulator registers for fp8 at head dim 128, more than three
   // consumer warpgroups' 160 per thread leave room for (ptxas spilled 144

@@ -56,6 +56,13 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
                                                     std::to_string(T::kBlockM) + "-row tiles");
     }
     if (varlen && mod == 0) kernel = &fwd_kernel<T, true>;
+    // Head dim 64's unmasked long calls: the warpgroups take turns
+    // (sm90_forward.cu sets args.pingpong by tile_rules.hpp hd64_turns_pay).
+    if constexpr (T::kConsumerWGs == 3 && T::kIntraWGOverlap && !T::kPingpong) {
+      if (args.pingpong != 0 && !varlen && mod == 0) {
+        kernel = &fwd_kernel<FwdTraits<Element, kHeadDim, kBlockM, true>, false>;
+      }
+    }
   }
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes);

@@ -376,6 +376,17 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   args->pingpong = pingpong_env >= 0                 ? pingpong_env
                    : FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK && tile_d <= 128 ? 1 : 0)
                                                   : FLASHATTN_SM90_PINGPONG;
+  // Three consumer warpgroups: turns only in head dim 64's kernel of its own
+  // (launch.cuh), by hd64_turns_pay; FLASHATTN_SM90_PINGPONG3=0/1 overrides
+  // it (read once per process; A/B runs and tests).
+  if (block_m / 64 == 3) {
+    static const int turns3_env = [] {
+      const char* e = std::getenv("FLASHATTN_SM90_PINGPONG3");
+      return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
+    }();
+    const bool hd64 = tile_d == 64 && p.dtype != DType::F8E4M3;
+    args->pingpong = hd64 && (turns3_env >= 0 ? turns3_env == 1 : hd64_turns_pay(masked(p), p.per_sequence(), sk));
+  }
   args->grid_ctas = masked(p) && grid_schedule_forced() ? args->num_tiles : std::min(args->num_tiles, sms);
   args->tile_counter = nullptr;
   args->scale = p.scale;

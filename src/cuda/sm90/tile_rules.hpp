@@ -35,6 +35,17 @@ inline bool hd128_narrow_tiles_pay(int64_t seqlen_q, int64_t tiles_per_row, int 
   return waves(rows128, 128) * 128 * 21 < waves(rows192, 192) * 192 * 20;
 }
 
+// Head dim 64 on 192-row tiles: whether the three consumer warpgroups take
+// turns issuing their wgmmas (kernel_traits.cuh kTurns3_). Measured on the
+// H200 (bench/sm90/NOTES.md, "Three warpgroups taking turns"; four rounds):
+// unmasked calls +2.5% at 16k keys in every round, +2% at 8k, +5% at 4k, but
+// -6% at 2k and level at 512-1k, and causal level or -2%: unmasked padded
+// calls from 4096 keys only.
+constexpr int64_t kTurns3MinSeqlenK = 4096;
+inline bool hd64_turns_pay(bool masked, bool per_sequence, int64_t seqlen_k) {
+  return !masked && !per_sequence && seqlen_k >= kTurns3MinSeqlenK;
+}
+
 // GQA packing (kernel_args.hpp pack_heads): the query heads of a group
 // share a tile when a head's rows would fill at most half of it (a chunk of
 // a chunked prefill, speculative decoding, short varlen sequences), so that
