@@ -244,6 +244,11 @@ std::vector<Case> many_tile_cases() {
   // against 272 of 192 rows in 3).
   add(DType::BF16, 128, 1, 66, 22, 384, 401, false, -1, -1);
   add(DType::F16, 128, 1, 136, 136, 257, 250, false, -1, -1);
+  // Head dim 64 without a mask from 4096 keys: the Hopper forward's 192-row
+  // kernel whose warpgroups take turns (tile_rules.hpp hd64_turns_pay), over
+  // key tiles of 128 with a last one of 7 / 3 keys.
+  add(DType::BF16, 64, 1, 8, 2, 200, 4103, false, -1, -1);
+  add(DType::F16, 64, 2, 4, 4, 131, 4099, false, -1, -1);
   return dedupe(v);
 }
 
