@@ -65,6 +65,21 @@ def grid_qkv(hdims, seqlens, requires_grad=True):
             torch.cuda.empty_cache()
 
 
+def flashattn_and_cudnn(q, k, v, causal):
+    """[("flashattn", fn), ("sdpa_cudnn", fn)]: one forward call of each on the
+    grid's BSHD tensors (SDPA on the BHSD views), returning BSHD outputs."""
+    def fa():
+        return flashattn.flash_attn_func(q, k, v, causal=bool(causal))
+
+    def cudnn():
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                               is_causal=bool(causal))
+        return o.transpose(1, 2)
+
+    return [("flashattn", fa), ("sdpa_cudnn", cudnn)]
+
+
 class Tee:
     """stdout plus, when a path is given, that CSV file."""
 

@@ -20,13 +20,9 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
-
-import flashattn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_peers import Tee, flops, grid_qkv, header  # noqa: E402
+from bench_peers import Tee, flashattn_and_cudnn, flops, grid_qkv, header  # noqa: E402
 from timing import cuda_time_ms, kernel_time, median_ms  # noqa: E402
 
 
@@ -56,16 +52,7 @@ def main():
           file=out, flush=True)
     for d, n, b, h, q, k, v in grid_qkv(ints(a.hdims), ints(a.seqlens)):
         for c in ints(a.causal):
-            def fa(c=c):
-                return flashattn.flash_attn_func(q, k, v, causal=bool(c))
-
-            def cudnn(c=c):
-                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                    o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                                       v.transpose(1, 2), is_causal=bool(c))
-                return o.transpose(1, 2)
-
-            for name, fn in (("flashattn", fa), ("sdpa_cudnn", cudnn)):
+            for name, fn in flashattn_and_cudnn(q, k, v, c):
                 if a.mode == "fwd":
                     f = fn
                 else:

@@ -16,14 +16,10 @@ import re
 import sys
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
-import flashattn
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_peers import Tee, grid_qkv, header  # noqa: E402
+from bench_peers import Tee, flashattn_and_cudnn, grid_qkv, header  # noqa: E402
 
 REPS = 10
 
@@ -70,16 +66,7 @@ def main():
     print("impl,pass,hdim,seqlen,causal,kernel,launches,median_us", file=out, flush=True)
     for d, n, b, h, q, k, v in grid_qkv(ints(a.hdims), ints(a.seqlens)):
         for c in ints(a.causal):
-            def fa(c=c):
-                return flashattn.flash_attn_func(q, k, v, causal=bool(c))
-
-            def cudnn(c=c):
-                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                    o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                                       v.transpose(1, 2), is_causal=bool(c))
-                return o.transpose(1, 2)
-
-            for impl, fn in (("flashattn", fa), ("sdpa_cudnn", cudnn)):
+            for impl, fn in flashattn_and_cudnn(q, k, v, c):
                 for mode in a.passes.split(","):
                     try:
                         if mode == "fwd":
