@@ -176,9 +176,6 @@ TEST(Sm90TileRules, Hd128TilesByWaves) {
   EXPECT_FALSE(hd128_narrow_tiles_pay(640, 32, 132, true));
 }
 
-// Backward, head dim 128, unmasked: 80-row steps unless they pad more than
-// 4% more rows than 64-row ones (measured on the H200: 512 slower, 1k level,
-// 2k-16k faster; bench/sm90/NOTES.md).
 // Head dim 64's three warpgroups take turns on unmasked padded calls from
 // 4096 keys (where they measured 2-5% faster), nowhere else.
 TEST(Sm90TileRules, Hd64Turns) {
@@ -190,6 +187,9 @@ TEST(Sm90TileRules, Hd64Turns) {
   EXPECT_FALSE(hd64_turns_pay(false, true, 16384));   // varlen, KV cache: no such kernel
 }
 
+// Backward, head dim 128, unmasked: 80-row steps unless they pad more than
+// 4% more rows than 64-row ones (measured on the H200: 512 slower, 1k level,
+// 2k-16k faster; bench/sm90/NOTES.md).
 TEST(Sm90TileRules, BwdTallSteps) {
   EXPECT_FALSE(bwd_tall_steps_pay(512));  // 560 rows against 512
   for (int64_t sq : {1024, 2048, 4096, 8192, 16384}) EXPECT_TRUE(bwd_tall_steps_pay(sq)) << sq;

@@ -64,6 +64,13 @@ Status check_device(int device) {
   return Status::Ok();
 }
 
+// FLASHATTN_<name>=0 or 1 as 0 or 1, else -1 (unset or anything else); the
+// callers keep it in a static (read once per process).
+int env_switch(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
+}
+
 // FLASHATTN_<name>=128 or 192 (read once per process), else 0.
 int forced_block_m(const char* name) {
   const char* e = std::getenv(name);
@@ -146,10 +153,7 @@ bool first_tile_partial_disabled() {
 // FLASHATTN_SM90_PAGED_GATHER=0 / 1 never / always gathers (read once per
 // process; for A/B runs).
 bool kv_gather_for(int64_t page_size, int block_n) {
-  static const int forced = [] {
-    const char* e = std::getenv("FLASHATTN_SM90_PAGED_GATHER");
-    return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
-  }();
+  static const int forced = env_switch("FLASHATTN_SM90_PAGED_GATHER");
   return forced >= 0 ? forced == 1 : paged_gather_pays(page_size, block_n);
 }
 constexpr size_t kCounterAlign = 256;
@@ -369,10 +373,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
 #ifndef FLASHATTN_SM90_PINGPONG
 #define FLASHATTN_SM90_PINGPONG 2
 #endif
-  static const int pingpong_env = [] {
-    const char* e = std::getenv("FLASHATTN_SM90_PINGPONG");
-    return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
-  }();
+  static const int pingpong_env = env_switch("FLASHATTN_SM90_PINGPONG");
   args->pingpong = pingpong_env >= 0                 ? pingpong_env
                    : FLASHATTN_SM90_PINGPONG == 2 ? (sk <= kPingpongMaxSeqlenK && tile_d <= 128 ? 1 : 0)
                                                   : FLASHATTN_SM90_PINGPONG;
@@ -380,10 +381,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   // (launch.cuh), by hd64_turns_pay; FLASHATTN_SM90_PINGPONG3=0/1 overrides
   // it (read once per process; A/B runs and tests).
   if (block_m / 64 == 3) {
-    static const int turns3_env = [] {
-      const char* e = std::getenv("FLASHATTN_SM90_PINGPONG3");
-      return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
-    }();
+    static const int turns3_env = env_switch("FLASHATTN_SM90_PINGPONG3");
     const bool hd64 = tile_d == 64 && p.dtype != DType::F8E4M3;
     args->pingpong = hd64 && (turns3_env >= 0 ? turns3_env == 1 : hd64_turns_pay(masked(p), p.per_sequence(), sk));
   }
