@@ -410,7 +410,8 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
     for (int64_t i = 0; i < FBR; ++i) { m[i] = kNegInf; l[i] = 0.0f; }
     // pv_amx loads and stores O as 16-row C tiles: rows nq..15 are zeroed
     // too, so that it adds its zero rows to defined values.
-    const int64_t o_rows = amx_decode<row_type_t<KV>>(d) ? std::max<int64_t>(nq, std::min<int64_t>(16, FBR)) : nq;
+    static_assert(FBR >= 16, "O holds a whole C tile");
+    const int64_t o_rows = amx_decode<row_type_t<KV>>(d) ? std::max<int64_t>(nq, 16) : nq;
     std::memset(o, 0, sizeof(float) * size_t(o_rows * dp));
   }
 

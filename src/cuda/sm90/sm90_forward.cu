@@ -382,8 +382,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   // it (read once per process; A/B runs and tests).
   if (block_m / 64 == 3) {
     static const int turns3_env = env_switch("FLASHATTN_SM90_PINGPONG3");
-    const bool hd64 = tile_d == 64 && p.dtype != DType::F8E4M3;
-    args->pingpong = hd64 && (turns3_env >= 0 ? turns3_env == 1 : hd64_turns_pay(masked(p), p.per_sequence(), sk));
+    args->pingpong = tile_d == 64 && (turns3_env >= 0 ? turns3_env == 1 : hd64_turns_pay(masked(p), p.per_sequence(), sk));
   }
   args->grid_ctas = masked(p) && grid_schedule_forced() ? args->num_tiles : std::min(args->num_tiles, sms);
   args->tile_counter = nullptr;
