@@ -1,9 +1,10 @@
 // CPU kernels for AMX (AMX-TILE + AMX-BF16, with AVX512-BF16 for the fp32 ->
 // bf16 packing): bf16 inputs run their GEMMs on the tile unit
-// (kernels/forward_amx.hpp, kernels/backward_amx.hpp, kernels/amx_tiles.hpp);
-// fp32 and fp16 run the AVX-512 kernels (kernels/bf16_table_impl.hpp), bf16
-// decode steps the same kernels with their scores on AMX tiles
-// (kernels_amx_decode.cpp).
+// (kernels/forward_amx.hpp, kernels/backward_amx.hpp, kernels/amx_tiles.hpp),
+// and so does the fp32 forward, on three bf16 pieces per operand
+// (FA_FP32_SPLIT); the fp32 backward and fp16 run the AVX-512 kernels
+// (kernels/bf16_table_impl.hpp), bf16 decode steps the same kernels with
+// their scores on AMX tiles (kernels_amx_decode.cpp).
 #define FA_ISA_NS amx
 #define FA_ISA_NAME "amx"
 #define FA_KERNEL_TABLE_FN kernels_amx
@@ -12,6 +13,9 @@
 #define FA_NV 4
 #define FA_AMX 1
 #define FA_OTHER_KERNELS kernels_amx_decode
+// fp32 forward on the tiles, each operand as three bf16 pieces
+// (forward_amx.hpp): bench/NOTES.md, "fp32 on AMX tiles".
+#define FA_FP32_SPLIT 1
 // 256-key forward tiles: each load and store of the O^T accumulator tiles is
 // spread over 8 K-steps instead of 2 (64 keys); bench/NOTES.md, CPU / AMX.
 #define FA_FWD_BC 256

@@ -45,9 +45,14 @@ inline void release_tiles() { _tile_release(); }
 // One (16*MB) x (16*NB) block of C (+)= A B over K (a multiple of 32).
 // A: bf16 rows, lda elements apart. B: VNNI rows of pairs, ldb bf16 elements
 // apart (row r holds k = 2r, 2r+1). C: fp32 rows, ldc floats apart.
-template <int MB, int NB>
-inline void tile_block(int64_t K, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb,
-                       float* C, int64_t ldc, bool accumulate) {
+// kSplit: A and B are fp32 matrices held as three bf16 pieces each
+// (x = hi + mid + lo, split3 in bf16_pack.hpp), piece p of A at A + p * pa,
+// of B at B + p * pb, and C (+)= the six piece products of weight 2^-16 or
+// more (hi hi, hi mid, mid hi, hi lo, lo hi, mid mid): the fp32 product to
+// within ~2^-24 of |a| |b|, as an fp32 FMA's rounding leaves it.
+template <int MB, int NB, bool kSplit = false>
+inline void tile_block(int64_t K, const uint16_t* A, int64_t lda, int64_t pa, const uint16_t* B,
+                       int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
   const int sa = int(lda * 2), sb = int(ldb * 2), sc = int(ldc * 4);
   if (accumulate) {
     _tile_loadd(0, C, sc);
@@ -61,19 +66,36 @@ inline void tile_block(int64_t K, const uint16_t* A, int64_t lda, const uint16_t
     if constexpr (MB == 2 && NB == 2) _tile_zero(3);
   }
   for (int64_t k = 0; k < K; k += 32) {
-    const uint16_t* b = B + (k / 2) * ldb;
-    _tile_loadd(4, A + k, sa);
-    _tile_loadd(6, b, sb);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (NB == 2) {
-      _tile_loadd(7, b + 32, sb);
-      _tile_dpbf16ps(1, 4, 7);
+    auto load_a = [&](int p) {
+      _tile_loadd(4, A + p * pa + k, sa);
+      if constexpr (MB == 2) _tile_loadd(5, A + p * pa + 16 * lda + k, sa);
+    };
+    auto load_b = [&](int p) {
+      const uint16_t* b = B + p * pb + (k / 2) * ldb;
+      _tile_loadd(6, b, sb);
+      if constexpr (NB == 2) _tile_loadd(7, b + 32, sb);
+    };
+    auto dot = [&] {
+      _tile_dpbf16ps(0, 4, 6);
+      if constexpr (NB == 2) _tile_dpbf16ps(1, 4, 7);
+      if constexpr (MB == 2) _tile_dpbf16ps(2, 5, 6);
+      if constexpr (MB == 2 && NB == 2) _tile_dpbf16ps(3, 5, 7);
+    };
+    if constexpr (kSplit) {
+      // Ordered so that each load feeds as many products as it can: 16 tile
+      // loads (2 x 2 block) for 24 products instead of 24.
+      load_a(0);
+      load_b(1); dot();             // hi mid
+      load_b(2); dot();             // hi lo
+      load_b(0); dot();             // hi hi
+      load_a(1); dot();             // mid hi
+      load_a(2); dot();             // lo hi
+      load_a(1); load_b(1); dot();  // mid mid
+    } else {
+      load_a(0);
+      load_b(0);
+      dot();
     }
-    if constexpr (MB == 2) {
-      _tile_loadd(5, A + 16 * lda + k, sa);
-      _tile_dpbf16ps(2, 5, 6);
-    }
-    if constexpr (MB == 2 && NB == 2) _tile_dpbf16ps(3, 5, 7);
   }
   _tile_stored(0, C, sc);
   if constexpr (NB == 2) _tile_stored(1, C + 16, sc);
@@ -83,9 +105,12 @@ inline void tile_block(int64_t K, const uint16_t* A, int64_t lda, const uint16_t
 
 // C[M x N] (+)= A[M x K] B[K x N]; M, N multiples of 16, K of 32, operands
 // zero padded to those sizes. The N loop is inside: each A panel (32 rows)
-// is read from L1 once per 32 columns, the B panel streams.
+// is read from L1 once per 32 columns, the B panel streams. kSplit: three
+// pieces per operand, pa / pb apart (tile_block).
+template <bool kSplit = false>
 inline void tile_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
-                      const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+                      const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate,
+                      int64_t pa = 0, int64_t pb = 0) {
   for (int64_t m0 = 0; m0 < M; m0 += 32) {
     const bool m2 = M - m0 >= 32;
     for (int64_t n0 = 0; n0 < N; n0 += 32) {
@@ -93,10 +118,10 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_
       const uint16_t* a = A + m0 * lda;
       const uint16_t* b = B + n0 * 2;
       float* c = C + m0 * ldc + n0;
-      if (m2 && n2) tile_block<2, 2>(K, a, lda, b, ldb, c, ldc, accumulate);
-      else if (m2) tile_block<2, 1>(K, a, lda, b, ldb, c, ldc, accumulate);
-      else if (n2) tile_block<1, 2>(K, a, lda, b, ldb, c, ldc, accumulate);
-      else tile_block<1, 1>(K, a, lda, b, ldb, c, ldc, accumulate);
+      if (m2 && n2) tile_block<2, 2, kSplit>(K, a, lda, pa, b, ldb, pb, c, ldc, accumulate);
+      else if (m2) tile_block<2, 1, kSplit>(K, a, lda, pa, b, ldb, pb, c, ldc, accumulate);
+      else if (n2) tile_block<1, 2, kSplit>(K, a, lda, pa, b, ldb, pb, c, ldc, accumulate);
+      else tile_block<1, 1, kSplit>(K, a, lda, pa, b, ldb, pb, c, ldc, accumulate);
     }
   }
 }

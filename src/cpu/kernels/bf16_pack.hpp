@@ -130,6 +130,46 @@ inline __m512i pack_pair_bf16(__m512 even, __m512 odd) {
   return _mm512_permutexvar_epi16(idx, both);
 }
 
+// fp32 as three bf16 pieces, x = hi + mid + lo: hi = bf16(x), mid =
+// bf16(x - hi), lo = bf16(x - hi - mid), each subtraction exact in fp32, so
+// the pieces hold all 24 bits of x (16 + 8 bits below hi's). hi and mid
+// come back as fp32 vectors that bf16 holds exactly; lo unrounded (the
+// caller's bf16 store rounds it). An inf or NaN stays in hi with mid = lo =
+// 0 (x - hi would be NaN), as does a finite x beyond bf16's largest finite
+// value (3.39e38, within 0.4% of fp32's), which hi rounds to inf. Values
+// below 2^-110 or so lose lo (bf16 denormals, which VCVTNEPS2BF16 and AMX
+// flush to zero): an error of 2^-16 of a value that small.
+struct Split3 {
+  __m512 hi, mid, lo;
+};
+inline __m512 round_to_bf16(__m512 x) {
+  const __m256i b = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+}
+inline Split3 split3(__m512 x) {
+  const __m512 hi = round_to_bf16(x);
+  const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_sub_ps(hi, hi), _mm512_setzero_ps(), _CMP_EQ_OQ);
+  const __m512 r = _mm512_maskz_sub_ps(finite, x, hi);
+  const __m512 mid = round_to_bf16(r);
+  return {hi, mid, _mm512_sub_ps(r, mid)};
+}
+
+// One fp32 row of n elements as its three bf16 pieces: piece p at dst + p *
+// pstride, each zero padded to npad elements (a multiple of 16).
+inline void split_row(const float* x, int64_t n, int64_t npad, uint16_t* dst, int64_t pstride) {
+  for (int64_t k = 0; k < npad; k += 16) {
+    const __mmask16 km = k + 16 <= n ? __mmask16(0xffff) : __mmask16(k < n ? (1u << (n - k)) - 1 : 0);
+    const Split3 s = split3(_mm512_maskz_loadu_ps(km, x + k));
+    auto store = [&](int p, __m512 v) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + p * pstride + k),
+                          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+    };
+    store(0, s.hi);
+    store(1, s.mid);
+    store(2, s.lo);
+  }
+}
+
 inline float bf16_bits_to_float(uint16_t b) {
   const uint32_t u = uint32_t(b) << 16;
   float f;

@@ -1,10 +1,16 @@
 // The kernel table of a bf16 pair-GEMM path (kernels_amx.cpp,
 // kernels_avx512bf16.cpp): bf16 runs forward_amx.hpp / backward_amx.hpp
-// compiled in this translation unit; fp32 and fp16 go to the AVX-512 kernels,
-// bit for bit (rounding their operands to bf16 would break their accuracy).
+// compiled in this translation unit; fp16 goes to the AVX-512 kernels, bit
+// for bit (rounding its operands to bf16 would break their accuracy), and so
+// does fp32, except the fp32 forward on AMX (FA_FP32_SPLIT), which runs
+// forward_amx.hpp on three bf16 pieces per operand unless
+// FLASHATTN_CPU_FP32_AMX=0.
 // Included once by each, after it defines FA_ISA_NS, FA_ISA_NAME,
 // FA_KERNEL_TABLE_FN and FA_OTHER_KERNELS.
 #pragma once
+
+#include <cstdlib>
+#include <cstring>
 
 #include "backward_amx.hpp"
 #include "cpu/kernel_table.hpp"
@@ -24,8 +30,21 @@ namespace {
 // path's decode copies each tile into its pair layout, one head per task, and
 // measured 1.4-1.7x slower on a Zen 4 (avx512_bf16) and 1.3-1.7x on a Xeon
 // with AMX at 16k-64k keys (bench/NOTES.md).
+// The fp32 forward on the tiles (FA_FP32_SPLIT): FLASHATTN_CPU_FP32_AMX=0
+// never, =1 always (tests, A/B runs), unset where it measured faster
+// (forward_amx.hpp, fp32_tiles_pay). Read once per process.
+bool fp32_on_tiles(const FwdParams& p) {
+  static const int env = [] {
+    const char* e = std::getenv("FLASHATTN_CPU_FP32_AMX");
+    return e && !std::strcmp(e, "0") ? 0 : e && !std::strcmp(e, "1") ? 1 : -1;
+  }();
+  if (!FA_FP32_SPLIT || p.dtype != DType::F32 || env == 0) return false;
+  return env == 1 || FA_ISA_NS::fp32_tiles_pay(p);
+}
+// fp32 decode steps stay on the AVX-512 kernels like bf16's (one query row
+// per head: six bf16 products per score would not pay there).
 bool pairs_fwd(const FwdParams& p) {
-  if (p.dtype != DType::BF16) return false;
+  if (p.dtype != DType::BF16 && !fp32_on_tiles(p)) return false;
   return p.heads_kv == 0 || !FA_ISA_NS::use_decode(p);  // (heads_kv 0: an empty call)
 }
 bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16; }

@@ -37,6 +37,11 @@
 #include "tiles.hpp"
 #include "variants.hpp"
 
+// FA_FP32_SPLIT (kernels_amx.cpp): fp32 forward tiles on AMX too, each
+// operand as three bf16 pieces (forward_amx.hpp, bf16_pack.hpp split3).
+#ifndef FA_FP32_SPLIT
+#define FA_FP32_SPLIT 0
+#endif
 // FA_DECODE_AMX: bf16 decode scores and P V on AMX tiles (amx_decode.hpp;
 // kernels_amx_decode.cpp sets it).
 #ifndef FA_DECODE_AMX
@@ -75,13 +80,17 @@ inline int dot_cols(int64_t d, int64_t nq, int64_t ncol) {
   return nq <= 1 ? 1 : nq <= 2 ? 2 : nq <= 4 ? 4 : kDotCols;
 }
 
-inline FwdLayout fwd_layout(int64_t d) {
+// bf16 pieces per operand element on the AMX tile path: 3 for split fp32,
+// else 1 (the layout's operand buffers grow with it).
+inline int tile_pieces(DType dt) { return FA_FP32_SPLIT && dt == DType::F32 ? 3 : 1; }
+
+inline FwdLayout fwd_layout(int64_t d, int pieces = 1) {
   FwdLayout L;
   L.dpad = round_up(d, VW);
   Carver c;
 #if FA_AMX
-  // bf16 on AMX (the only dtype this layout serves there) packs its own
-  // operands below and keeps S^T for 32 queries at a time.
+  // bf16 (and split fp32) on AMX, the only dtypes this layout serves
+  // there, packs its own operands below and keeps S^T for 32 queries at a time.
   L.qt = L.k = L.v = 0;
   L.s = c.take(FBC * 32);
 #else
@@ -115,10 +124,12 @@ inline FwdLayout fwd_layout(int64_t d) {
 #endif
 #if FA_AMX
   const int64_t dq32 = round_up(d, 32);
-  L.qv = c.take(dq32 / 2 * FBR);      // Q^T, VNNI pairs of bf16: dq32/2 x FBR
-  L.kb16 = c.take(FBC * dq32 / 2);    // K tile, bf16 rows: FBC x dq32
-  L.vt16 = c.take(L.dpad * FBC / 2);  // V^T, bf16: dpad x FBC
-  L.pv = c.take(FBC / 2 * 32);        // P^T of 32 queries, VNNI pairs of bf16: FBC/2 x 32
+  // Each of these once per piece (split fp32: three planes, or for kb16
+  // three pieces side by side in each row).
+  L.qv = c.take(pieces * dq32 / 2 * FBR);      // Q^T, VNNI pairs of bf16: dq32/2 x FBR
+  L.kb16 = c.take(pieces * FBC * dq32 / 2);    // K tile, bf16 rows: FBC x dq32
+  L.vt16 = c.take(pieces * L.dpad * FBC / 2);  // V^T, bf16: dpad x FBC
+  L.pv = c.take(pieces * FBC / 2 * 32);        // P^T of 32 queries, VNNI pairs of bf16: FBC/2 x 32
   L.ot = c.take(L.dpad * FBR);        // O^T: dpad x FBR, in blocks of 32 queries
 #endif
   L.per_thread = c.floats;
@@ -388,13 +399,22 @@ void pv_in_chunks(int64_t nr, int64_t dp, int64_t nk, const float* pt, const T* 
 // full_lo / full_hi: a tile inside [full_lo, full_hi) needs no per-element
 // mask (the largest lo and the smallest hi). qscale: the factor already in
 // qt and qr (the AMX path and dot_rows_dpbf16 apply it to the scores instead).
+#if FA_AMX
+// Pre-split fp32 K / V (forward_amx.hpp, SplitKV) exist for the tiles only.
+inline void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
+                   int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const SplitKV& K,
+                   const SplitKV& V, float qscale, float cap, const Variants* var = nullptr) {
+  attend_amx(L, ws, d, nq, ncol, seqlen_k, c_begin, c_end, full_lo, full_hi, K, V, qscale, cap, var, true);
+}
+#endif
 template <class KV, class Tick = NoTick>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
             const KV& V, float qscale, float cap, const Variants* var = nullptr, bool fresh = true,
             Tick* tick = nullptr) {
 #if FA_AMX
-  if constexpr (std::is_same_v<row_type_t<KV>, bf16_t>) {
+  if constexpr (std::is_same_v<row_type_t<KV>, bf16_t> ||
+                (FA_FP32_SPLIT && std::is_same_v<row_type_t<KV>, float>)) {
     return attend_amx(L, ws, d, nq, ncol, seqlen_k, c_begin, c_end, full_lo, full_hi, K, V, qscale,
                       cap, var, fresh);
   }
@@ -655,10 +675,11 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   float *qt = ws + L.qt, *tmp = ws + L.tmp;
   int32_t* lo = reinterpret_cast<int32_t*>(ws + L.lohi);
   int32_t* hi = lo + FBR;
-  // bf16 on AMX packs the raw Q rows (forward_amx.hpp); qt is not used there.
+  // bf16 (and split fp32) on AMX packs the raw Q rows (forward_amx.hpp);
+  // qt is not used there.
 #if FA_AMX
-  constexpr bool kTiles = std::is_same_v<T, bf16_t>;
-  const uint16_t* qrows[kTiles ? FBR : 1];
+  constexpr bool kTiles = std::is_same_v<T, bf16_t> || (FA_FP32_SPLIT && std::is_same_v<T, float>);
+  const T* qrows[kTiles ? FBR : 1];
 #else
   constexpr bool kTiles = false;
 #endif
@@ -673,7 +694,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
     const T* qrow = rows_of<const T>(p.q, p.q_str, b, h).row(i);
     if constexpr (kTiles) {
 #if FA_AMX
-      qrows[c] = reinterpret_cast<const uint16_t*>(qrow);
+      qrows[c] = qrow;
 #endif
     } else if (ndot) {
       // dot_rows reads the rows as they are; Q^T is for gemm() only, and
@@ -712,7 +733,7 @@ ColumnBounds load_columns(const FwdParams& p, const FwdLayout& L, float* ws, con
   if (ndot && amx_decode<T>(d)) pack_q_tiles(reinterpret_cast<uint16_t*>(ws + L.qtile), dot_rows16, nq, d);
 #endif
 #if FA_AMX
-  if constexpr (kTiles) pack_q_columns(reinterpret_cast<uint16_t*>(ws + L.qv), qrows, nq, ncol, d);
+  if constexpr (kTiles) pack_q_columns(L, ws, qrows, nq, ncol, d);
 #endif
   if (cb.keys.begin >= cb.keys.end) cb.keys = {0, 0};
   return cb;
@@ -733,9 +754,17 @@ void store_column(const FwdParams& p, const FwdLayout& L, const float* ws, int64
   }
 }
 
+// kv(b, hk): the K and V accessors of (sequence b, kv head hk).
 template <class T, bool PAGED>
+auto tensor_kv(const FwdParams& p) {
+  return [&p](int64_t b, int64_t hk) {
+    return std::make_pair(kv_rows<T, PAGED>(p, p.k, p.k_str, b, hk), kv_rows<T, PAGED>(p, p.v, p.v_str, b, hk));
+  };
+}
+
+template <class T, class KvFn>
 void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, float* ws,
-              int64_t b, int64_t h, int64_t qtile) {
+              int64_t b, int64_t h, int64_t qtile, KvFn kv) {
   const int64_t r0 = qtile * FBR, nq = std::min(FBR, p.seqlen_q - r0), ncol = round_up(nq, VW);
   const int64_t hk = h / p.group();
   const ColumnBounds cb = load_columns<T>(p, L, ws, mask, b, nq, ncol, qscale_of(p),
@@ -748,9 +777,9 @@ void fwd_task(const FwdParams& p, const WindowMask& mask, const FwdLayout& L, fl
     if (p.dropout_mask) var.mask = p.dropout_mask + (b * p.heads_q + h) * p.seqlen_q * p.seqlen_k;
     for (int64_t c = 0; c < ncol; ++c) ws[L.qpos + c] = float(r0 + c + var.offset);
   }
-  attend(L, ws, p.head_dim, nq, ncol, p.seqlen_k, c_begin, kr.end, cb.full_lo, cb.full_hi,
-         kv_rows<T, PAGED>(p, p.k, p.k_str, b, hk), kv_rows<T, PAGED>(p, p.v, p.v_str, b, hk),
-         qscale_of(p), p.softcap, var.any() ? &var : nullptr);
+  const auto kvs = kv(b, hk);
+  attend(L, ws, p.head_dim, nq, ncol, p.seqlen_k, c_begin, kr.end, cb.full_lo, cb.full_hi, kvs.first,
+         kvs.second, qscale_of(p), p.softcap, var.any() ? &var : nullptr);
   for (int64_t i = 0; i < nq; ++i) store_column<T>(p, L, ws, i, b, h, r0 + i);
 }
 
@@ -767,25 +796,56 @@ inline std::vector<int64_t> tile_prefix(const FwdParams& p) {
   return pre;
 }
 
+// Split fp32 on AMX: K and V split into bf16 pieces once per call
+// (forward_amx.hpp, presplit_kv) when some KV head serves more than one query
+// tile, for padded batches whose pieces stay under kPresplitMaxBytes (the
+// extra workspace is 1.5x K and V); else each task splits its own tiles.
+constexpr size_t kPresplitMaxBytes = size_t(1) << 30;
+inline size_t presplit_floats(const FwdParams& p) {
+#if FA_AMX
+  if (tile_pieces(p.dtype) != 3 || p.per_sequence() || p.block_table) return 0;
+  if ((p.seqlen_q + FBR - 1) / FBR * p.group() < 2) return 0;
+  const size_t bf16s = size_t(presplit_size(p.head_dim, p.seqlen_k).per_head) * size_t(p.batch * p.heads_kv);
+  return bf16s * 2 <= kPresplitMaxBytes ? bf16s / 2 : 0;
+#else
+  (void)p;
+  return 0;
+#endif
+}
+
 template <class T, bool PAGED>
 void forward_seq(const FwdParams& p, float* ws, int nthreads) {
-  const FwdLayout L = fwd_layout(p.head_dim);
+  const FwdLayout L = fwd_layout(p.head_dim, tile_pieces(p.dtype));
+  auto thread_ws = [&](int t) { return ws + size_t(t) * L.per_thread; };
   if (!p.per_sequence()) {
-    const WindowMask mask(p);
-    const int64_t tq = (p.seqlen_q + FBR - 1) / FBR;
-    const int64_t ntasks = p.batch * p.heads_q * tq;
+    auto run = [&](auto kv) {
+      const WindowMask mask(p);
+      const int64_t tq = (p.seqlen_q + FBR - 1) / FBR;
+      const int64_t ntasks = p.batch * p.heads_q * tq;
 #pragma omp parallel num_threads(nthreads)
-    {
-      float* w = ws + size_t(omp_get_thread_num()) * L.per_thread;
-      // Tasks are independent; dynamic scheduling only balances causal work
-      // (the last query tiles, the heaviest, come first).
+      {
+        float* w = thread_ws(omp_get_thread_num());
+        // Tasks are independent; dynamic scheduling only balances causal work
+        // (the last query tiles, the heaviest, come first).
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t t = 0; t < ntasks; ++t) {
-        const int64_t qtile = tq - 1 - t % tq, bh = t / tq;
-        fwd_task<T, PAGED>(p, mask, L, w, bh / p.heads_q, bh % p.heads_q, qtile);
+        for (int64_t t = 0; t < ntasks; ++t) {
+          const int64_t qtile = tq - 1 - t % tq, bh = t / tq;
+          fwd_task<T>(p, mask, L, w, bh / p.heads_q, bh % p.heads_q, qtile, kv);
+        }
+      }
+    };
+#if FA_AMX
+    if constexpr (std::is_same_v<T, float> && !PAGED) {
+      if (presplit_floats(p)) {
+        uint16_t* buf = reinterpret_cast<uint16_t*>(thread_ws(nthreads));
+        presplit_kv(p, buf, nthreads, [&](int t) { return reinterpret_cast<uint16_t*>(thread_ws(t) + L.kb16); });
+        return run([&](int64_t b, int64_t hk) {
+          return std::make_pair(split_kv_of(p, buf, b, hk, false), split_kv_of(p, buf, b, hk, true));
+        });
       }
     }
-    return;
+#endif
+    return run(tensor_kv<T, PAGED>(p));
   }
   const std::vector<int64_t> pre = tile_prefix(p);
   const int64_t ntasks = pre.back();
@@ -798,7 +858,7 @@ void forward_seq(const FwdParams& p, float* ws, int nthreads) {
       const SeqLens sl = seq_lens(p, b);
       const FwdParams sp = sequence_params(p, b, sl);
       const int64_t tq = (sl.len_q + FBR - 1) / FBR, local = t - pre[size_t(b)];
-      fwd_task<T, PAGED>(sp, WindowMask(sp), L, w, 0, local / tq, tq - 1 - local % tq);
+      fwd_task<T>(sp, WindowMask(sp), L, w, 0, local / tq, tq - 1 - local % tq, tensor_kv<T, PAGED>(sp));
     }
   }
 }
@@ -1080,7 +1140,7 @@ inline int64_t forward_tasks(const FwdParams& p) {
 
 inline size_t forward_workspace_floats(const FwdParams& p, int nthreads) {
   if (use_decode(p)) return size_t(nthreads) * decode_thread_floats(p) + decode_extra_floats(p);
-  return size_t(nthreads) * fwd_layout(p.head_dim).per_thread;
+  return size_t(nthreads) * fwd_layout(p.head_dim, tile_pieces(p.dtype)).per_thread + presplit_floats(p);
 }
 
 inline void forward(const FwdParams& p, float* ws, int nthreads) {

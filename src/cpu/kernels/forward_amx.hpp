@@ -13,7 +13,18 @@
 // vector multiply across lanes; it is skipped when every factor is exactly 1,
 // the common case once a row's maximum has settled. The transposed O goes
 // back to the row layout of forward.hpp once per task.
+//
+// fp32 (FA_FP32_SPLIT, kernels_amx.cpp) runs the same loop with every
+// operand (Q, the K tile, V^T, P^T) held as three bf16 pieces, x = hi + mid +
+// lo (bf16_pack.hpp, split3), and each GEMM as the six piece products that
+// carry fp32's precision (amx_tiles.hpp, tile_block): the tile unit does 16x
+// an AVX-512 core's fp32 FMAs per cycle, so six bf16 products still cost
+// less than one fp32 GEMM on the FMA units (bench/NOTES.md, "fp32 on AMX
+// tiles"). P is split, not rounded: the result is fp32 attention, judged by
+// the fp32 rule.
 #pragma once
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -39,9 +50,126 @@ static_assert(VW == 16, "AMX kernels use 16-float vectors");
 
 // Q^T in VNNI pairs, unscaled: qv row r (FBR pairs apart) holds, for column
 // c, (q_c[2r], q_c[2r + 1]) (amx_tiles.hpp, transpose_pairs).
-inline void pack_q_columns(uint16_t* qv, const uint16_t* const* rows, int64_t n, int64_t ncol,
-                           int64_t d) {
-  transpose_pairs(qv, 2 * FBR, rows, n, ncol, d);
+inline void pack_q_columns(const FwdLayout& L, float* ws, const bf16_t* const* rows, int64_t n,
+                           int64_t ncol, int64_t d) {
+  transpose_pairs(reinterpret_cast<uint16_t*>(ws + L.qv), 2 * FBR, reinterpret_cast<const uint16_t* const*>(rows),
+                  n, ncol, d);
+}
+// Split fp32: the rows' three pieces (staged in the K tile's buffer, which
+// holds FBC rows of three pieces), then each piece's Q^T as above, one plane
+// of dq32 / 2 x FBR pairs after another.
+inline void pack_q_columns(const FwdLayout& L, float* ws, const float* const* rows, int64_t n,
+                           int64_t ncol, int64_t d) {
+  static_assert(FBR <= FBC, "the Q pieces are staged in the K tile's buffer");
+  const int64_t dq32 = round_up(d, 32);
+  uint16_t* stage = reinterpret_cast<uint16_t*>(ws + L.kb16);
+  for (int64_t c = 0; c < n; ++c) split_row(rows[c], d, dq32, stage + c * 3 * dq32, dq32);
+  uint16_t* qv = reinterpret_cast<uint16_t*>(ws + L.qv);
+  for (int p = 0; p < 3; ++p)
+    transpose_pairs(qv + p * dq32 * FBR, 2 * FBR, StridedRows{stage + p * dq32, 3 * dq32}, n, ncol, d);
+}
+
+// Where the split fp32 forward pays (FLASHATTN_CPU_FP32_AMX unset): head
+// dim 128 and up with 2048 keys or more per query row on average. Measured
+// on a 2-core Xeon with AMX (bench/NOTES.md, "fp32 on AMX tiles"): +6% at
+// 2048 keys, +16-20% at 4096-8192 (head dim 128 and 256, unmasked), +3% / +9%
+// causal at 4096 / 8192; level at head dim 64 (its six piece products are
+// as many, its softmax is not smaller) and slower below (-5% at 1024
+// unmasked, -10% causal at 2048: the per-task Q split and the pre-split pass
+// weigh more against a short row).
+constexpr int64_t kFp32TilesMinKeys = 2048;
+inline bool fp32_tiles_pay(const FwdParams& p) {
+  if (p.head_dim < 128 || p.seqlen_q == 0) return false;
+  const WindowMask mask(p);
+  int64_t visible = 0;
+  for (int64_t i = 0; i < p.seqlen_q; ++i) {
+    const KeyRange r = mask.keys(i);
+    visible += r.empty() ? 0 : r.end - r.begin;
+  }
+  return visible >= kFp32TilesMinKeys * p.seqlen_q;
+}
+
+// Split fp32 K and V of one (batch, kv head), split once per call
+// (presplit_kv) instead of once per query tile: a task then reads K's pieces
+// and V^T's planes in place. (Splitting every K/V tile per task measured a
+// quarter of the forward at 4k: bench/NOTES.md, "fp32 on AMX tiles".)
+struct SplitKV {
+  Rows<const float> rows;  // the fp32 rows (the rare non-finite V fallback)
+  const uint16_t* k;       // K: row j's three pieces at k + j * 3 * dq32
+  const uint16_t* vt;      // V^T: piece p's plane at vt + p * dpad * ldv, key j in column j
+  int64_t ldv;
+  const uint8_t* vbad;     // per FBC-key tile: V holds an inf or NaN there
+  const float* row(int64_t j) const { return rows.row(j); }
+};
+
+// bf16 elements of one (batch, kv head)'s pieces: K (sk16 rows of 3 dq32),
+// V^T (3 planes of dpad rows, ldv apart), and its per-tile flags in bf16
+// units. ldv: sk32 keys rounded up to an odd number of cache lines, so that
+// a tile load's 16 rows spread over the L1 sets (at a power-of-two stride
+// they shared one set and evicted each other: the forward ran no faster
+// than splitting per task).
+struct PresplitSize {
+  int64_t sk16, sk32, ldv, k, vt, flags, per_head;
+};
+inline PresplitSize presplit_size(int64_t d, int64_t seqlen_k) {
+  PresplitSize z;
+  z.sk16 = round_up(seqlen_k, 16);
+  z.sk32 = round_up(seqlen_k, 32);
+  z.ldv = z.sk32 / 32 % 2 ? z.sk32 : z.sk32 + 32;
+  z.k = z.sk16 * 3 * round_up(d, 32);
+  z.vt = 3 * round_up(d, VW) * z.ldv;
+  z.flags = round_up((seqlen_k + FBC - 1) / FBC, 64) / 2;
+  z.per_head = round_up(z.k + z.vt + z.flags, 32);  // whole cache lines per head
+  return z;
+}
+
+// Splits every (batch, kv head)'s K and V into buf (per_head bf16 each), in
+// parallel over FBC-key tiles; stage(t) is thread t's scratch of FBC rows of
+// three pieces (its FwdLayout's kb16).
+template <class Stage>
+void presplit_kv(const FwdParams& p, uint16_t* buf, int nthreads, Stage stage) {
+  const int64_t d = p.head_dim, dq32 = round_up(d, 32), dp = round_up(d, VW);
+  const PresplitSize z = presplit_size(d, p.seqlen_k);
+  const int64_t ntile = (p.seqlen_k + FBC - 1) / FBC, n = p.batch * p.heads_kv * ntile;
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+  for (int64_t x = 0; x < n; ++x) {
+    const int64_t bh = x / ntile, c0 = x % ntile * FBC, nk = std::min(FBC, p.seqlen_k - c0);
+    const int64_t b = bh / p.heads_kv, hk = bh % p.heads_kv;
+    const Rows<const float> K = rows_of<const float>(p.k, p.k_str, b, hk);
+    const Rows<const float> V = rows_of<const float>(p.v, p.v_str, b, hk);
+    uint16_t* head = buf + bh * z.per_head;
+    const int64_t kend = std::min(round_up(c0 + nk, 16), z.sk16);
+    for (int64_t j = c0; j < kend; ++j) {
+      if (j < p.seqlen_k) split_row(K.row(j), d, dq32, head + j * 3 * dq32, dq32);
+      else std::memset(head + j * 3 * dq32, 0, size_t(3 * dq32) * 2);
+    }
+    uint16_t* st = stage(omp_get_thread_num());
+    for (int64_t j = 0; j < nk; ++j) split_row(V.row(c0 + j), d, dq32, st + j * 3 * dq32, dq32);
+    bool bad = false;
+    for (int q = 0; q < 3; ++q) {
+      bad |= transpose_bf16([&](int64_t j) { return st + j * 3 * dq32 + q * dq32; }, nk, d, dp,
+                            round_up(nk, 32), head + z.k + q * dp * z.ldv + c0, z.ldv);
+    }
+    reinterpret_cast<uint8_t*>(head + z.k + z.vt)[c0 / FBC] = bad;
+  }
+}
+
+inline SplitKV split_kv_of(const FwdParams& p, const uint16_t* buf, int64_t b, int64_t hk, bool want_v) {
+  const PresplitSize z = presplit_size(p.head_dim, p.seqlen_k);
+  const uint16_t* head = buf + (b * p.heads_kv + hk) * z.per_head;
+  return {want_v ? rows_of<const float>(p.v, p.v_str, b, hk) : rows_of<const float>(p.k, p.k_str, b, hk),
+          head, head + z.k, z.ldv, reinterpret_cast<const uint8_t*>(head + z.k + z.vt)};
+}
+
+// C (+)= A B on the tiles: bf16 operands, or (kSplit) three pieces each, piece
+// planes pa / pb apart (amx_tiles.hpp).
+template <bool kSplit>
+inline void pair_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda, int64_t pa,
+                      const uint16_t* B, int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
+#if FA_FP32_SPLIT
+  if constexpr (kSplit) return tile_gemm<true>(M, N, K, A, lda, B, ldb, C, ldc, accumulate, pa, pb);
+#endif
+  tile_gemm(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 // Queries per block: the softmax, the P^T packing and the O^T update of one
@@ -50,17 +178,34 @@ inline void pack_q_columns(uint16_t* qv, const uint16_t* const* rows, int64_t n,
 // buffers 1 KiB a row apart spilled to L2 and fell into a few L1 sets.
 constexpr int64_t QB = 32;  // fwd_layout (forward.hpp) sizes L.s for it: FBC x 32
 
-// Rounds P^T rows j, j + 1 (16 queries from column c of a block) into pv.
+// P^T of one block: FBC / 2 pair rows of 2 * QB bf16, one plane per piece.
+constexpr int64_t kPvPlane = FBC * QB;
+
+// Rounds P^T rows j, j + 1 (16 queries from column c of a block) into pv;
+// kSplit: their three pieces into pv's three planes.
+template <bool kSplit>
 inline void store_p_pair(uint16_t* pv, int64_t j, int64_t c, vf p0, vf p1) {
-  _mm512_storeu_si512(pv + (j / 2) * 2 * QB + 2 * c,
-                      pack_pair_bf16(reinterpret_cast<__m512>(p0), reinterpret_cast<__m512>(p1)));
+  uint16_t* dst = pv + (j / 2) * 2 * QB + 2 * c;
+  const __m512 e = reinterpret_cast<__m512>(p0), o = reinterpret_cast<__m512>(p1);
+  if constexpr (kSplit) {
+    const Split3 se = split3(e), so = split3(o);
+    _mm512_storeu_si512(dst, pack_pair_bf16(se.hi, so.hi));
+    _mm512_storeu_si512(dst + kPvPlane, pack_pair_bf16(se.mid, so.mid));
+    _mm512_storeu_si512(dst + 2 * kPvPlane, pack_pair_bf16(se.lo, so.lo));
+  } else {
+    _mm512_storeu_si512(dst, pack_pair_bf16(e, o));
+  }
 }
 
 template <class KV>
 void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol,
                 int64_t seqlen_k, int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi,
                 const KV& K, const KV& V, float qscale, float cap, const Variants* var, bool fresh) {
+  constexpr bool kSplit = std::is_same_v<row_type_t<KV>, float>;
+  constexpr bool kPresplit = std::is_same_v<KV, SplitKV>;
   const int64_t dp = L.dpad, dq32 = round_up(d, 32);
+  // Piece strides (kSplit): K pieces side by side in a row, the others in planes.
+  const int64_t kld = kSplit ? 3 * dq32 : dq32, vt_plane = dp * FBC, qv_plane = dq32 * FBR;
   const bool capped = cap > 0.0f;
   const bool alibi = var && var->alibi, dropout = var && var->dropout;
   const bool plain = !capped && !alibi;
@@ -90,19 +235,44 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
     // and whole 16-row blocks of a strided tensor; else copied and zero
     // padded (the copy was 7% of the forward, bench/NOTES.md).
     const uint16_t* ka = kb;
-    int64_t lda = dq32;
-    if (std::is_same_v<KV, Rows<const bf16_t>> && d == dq32 && nk == nk16) {
-      ka = krow(c0);
-      lda = K.seq_stride;
-    } else {
-      for (int64_t j = 0; j < nk16; ++j) {
-        uint16_t* dst = kb + j * dq32;
-        if (j < nk) std::memcpy(dst, krow(c0 + j), size_t(d) * 2);
-        std::memset(dst + (j < nk ? d : 0), 0, size_t(dq32 - (j < nk ? d : 0)) * 2);
+    int64_t lda = kld;
+    bool vbad = false;
+    // V^T as the P V GEMM reads it: this tile's columns, ldv apart, planes vplane apart.
+    const uint16_t* vtile = vt;
+    int64_t ldv = FBC, vplane = vt_plane;
+    if constexpr (kPresplit) {
+      ka = K.k + c0 * kld;
+      vtile = V.vt + c0;
+      ldv = V.ldv;
+      vplane = dp * V.ldv;
+      vbad = V.vbad[c0 / FBC];
+    } else if constexpr (kSplit) {
+      // V's pieces staged in kb first (rows of three pieces), transposed a
+      // plane at a time; then K's pieces take kb.
+      for (int64_t j = 0; j < nk; ++j) split_row(V.row(c0 + j), d, dq32, kb + j * kld, dq32);
+      for (int p = 0; p < 3; ++p) {
+        vbad |= transpose_bf16([&](int64_t j) { return kb + j * kld + p * dq32; }, nk, d, dp, nk32,
+                               vt + p * vt_plane, FBC);
       }
+      for (int64_t j = 0; j < nk16; ++j) {
+        uint16_t* dst = kb + j * kld;
+        if (j < nk) split_row(K.row(c0 + j), d, dq32, dst, dq32);
+        else std::memset(dst, 0, size_t(kld) * 2);
+      }
+    } else {
+      if (std::is_same_v<KV, Rows<const bf16_t>> && d == dq32 && nk == nk16) {
+        ka = krow(c0);
+        lda = K.seq_stride;
+      } else {
+        for (int64_t j = 0; j < nk16; ++j) {
+          uint16_t* dst = kb + j * dq32;
+          if (j < nk) std::memcpy(dst, krow(c0 + j), size_t(d) * 2);
+          std::memset(dst + (j < nk ? d : 0), 0, size_t(dq32 - (j < nk ? d : 0)) * 2);
+        }
+      }
+      auto vrow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(V.row(c0 + j)); };
+      vbad = transpose_bf16(vrow, nk, d, dp, nk32, vt, FBC);
     }
-    auto vrow = [&](int64_t j) { return reinterpret_cast<const uint16_t*>(V.row(c0 + j)); };
-    const bool vbad = transpose_bf16(vrow, nk, d, dp, nk32, vt, FBC);
     const bool partial = !(c0 >= full_lo && c0 + nk <= full_hi);
     // The next tile's K/V rows are prefetched a slice per query block.
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
@@ -116,7 +286,8 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         prefetch_rows(K, a, e, d);
         prefetch_rows(V, a, e, d);
       }
-      tile_gemm(nk16, nb, dq32, ka, lda, qv + 2 * cb, 2 * FBR, s, QB, false);  // raw q.k
+      pair_gemm<kSplit>(nk16, nb, dq32, ka, lda, dq32, qv + 2 * cb, 2 * FBR, qv_plane, s, QB,
+                        false);  // raw q.k
       if (partial) mask_cols_abs(s, QB, lo + cb, hi + cb, nb, c0, nk);
 
       for (int64_t c = 0; c < nb; c += VW) {
@@ -161,7 +332,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
             vstore(s + j * QB + c, p0);
             vstore(s + (j + 1) * QB + c, p1);
           } else {
-            store_p_pair(pv, j, c, p0, p1);
+            store_p_pair<kSplit>(pv, j, c, p0, p1);
           }
         }
         vstore(l + cb + c, alpha * vload(l + cb + c) + (sum + sum1));
@@ -185,18 +356,28 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
             // Rows past nk hold stale values: the pair's zeros come from here.
             const vf p0 = j < nk ? vload(s + j * QB + c) : vsplat(0.0f);
             const vf p1 = j + 1 < nk ? vload(s + (j + 1) * QB + c) : vsplat(0.0f);
-            store_p_pair(pv, j, c, p0, p1);
+            store_p_pair<kSplit>(pv, j, c, p0, p1);
           }
       }
       if ((partial || dropout) && vbad) {
         // A masked P is exactly 0 and 0 * inf/NaN would reach rows that cannot
         // see the key (forward.hpp, pv_skipping_zeros): skip zero terms. Rare.
+        auto p_at = [&](int64_t j, int64_t c) {  // P as the GEMM sees it (the pieces' sum)
+          const uint16_t* x = pv + (j / 2) * 2 * QB + 2 * c + (j & 1);
+          float v = bf16_bits_to_float(x[0]);
+          if constexpr (kSplit) v += bf16_bits_to_float(x[kPvPlane]) + bf16_bits_to_float(x[2 * kPvPlane]);
+          return v;
+        };
+        auto v_at = [&](int64_t j, int64_t k) {
+          if constexpr (kSplit) return float(V.row(c0 + j)[k]);
+          else return bf16_bits_to_float(vtile[k * ldv + j]);
+        };
         for (int64_t c = 0; c < std::min(nb, nq - cb); ++c) {
           for (int64_t k = 0; k < dp; ++k) otb[k * QB + c] *= al[cb + c];
           for (int64_t j = 0; j < nk; ++j) {
-            const float pij = bf16_bits_to_float(pv[(j / 2) * 2 * QB + 2 * c + (j & 1)]);
+            const float pij = p_at(j, c);
             if (pij == 0.0f) continue;
-            for (int64_t k = 0; k < d; ++k) otb[k * QB + c] += pij * bf16_bits_to_float(vt[k * FBC + j]);
+            for (int64_t k = 0; k < d; ++k) otb[k * QB + c] += pij * v_at(j, k);
           }
         }
         continue;
@@ -208,7 +389,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         if (_mm512_cmpneq_ps_mask(reinterpret_cast<__m512>(a), _mm512_set1_ps(1.0f)) == 0) continue;
         for (int64_t k = 0; k < dp; ++k) vstore(otb + k * QB + c, vload(otb + k * QB + c) * a);
       }
-      tile_gemm(dp, nb, nk32, vt, FBC, pv, 2 * QB, otb, QB, true);
+      pair_gemm<kSplit>(dp, nb, nk32, vtile, ldv, vplane, pv, 2 * QB, kPvPlane, otb, QB, true);
     }
   }
   release_tiles();
