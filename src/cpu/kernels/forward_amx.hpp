@@ -188,10 +188,19 @@ inline void store_p_pair(uint16_t* pv, int64_t j, int64_t c, vf p0, vf p1) {
   uint16_t* dst = pv + (j / 2) * 2 * QB + 2 * c;
   const __m512 e = reinterpret_cast<__m512>(p0), o = reinterpret_cast<__m512>(p1);
   if constexpr (kSplit) {
-    const Split3 se = split3(e), so = split3(o);
-    _mm512_storeu_si512(dst, pack_pair_bf16(se.hi, so.hi));
-    _mm512_storeu_si512(dst + kPvPlane, pack_pair_bf16(se.mid, so.mid));
-    _mm512_storeu_si512(dst + 2 * kPvPlane, pack_pair_bf16(se.lo, so.lo));
+    // split3 on the packed pairs: each 32-bit lane holds (even, odd) bf16,
+    // so a shift and a mask widen them back to fp32 for the next remainder.
+    // (P is finite or NaN, and a NaN row stays NaN: no inf guard needed.)
+    const __m512i odd_bits = _mm512_set1_epi32(int(0xffff0000u));
+    auto widen_e = [](__m512i x) { return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)); };
+    auto widen_o = [&](__m512i x) { return _mm512_castsi512_ps(_mm512_and_si512(x, odd_bits)); };
+    const __m512i hi = pack_pair_bf16(e, o);
+    const __m512 re = _mm512_sub_ps(e, widen_e(hi)), ro = _mm512_sub_ps(o, widen_o(hi));
+    const __m512i mid = pack_pair_bf16(re, ro);
+    const __m512i lo = pack_pair_bf16(_mm512_sub_ps(re, widen_e(mid)), _mm512_sub_ps(ro, widen_o(mid)));
+    _mm512_storeu_si512(dst, hi);
+    _mm512_storeu_si512(dst + kPvPlane, mid);
+    _mm512_storeu_si512(dst + 2 * kPvPlane, lo);
   } else {
     _mm512_storeu_si512(dst, pack_pair_bf16(e, o));
   }
