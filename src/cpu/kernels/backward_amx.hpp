@@ -12,6 +12,14 @@
 // operand is a cheap row interleave of P or dS, never a transpose; they go
 // back to rows once, at the end. Q stays unscaled (exact); the scale is
 // applied to the fp32 scores and to dK, dQ when they are stored.
+//
+// fp32 (FA_FP32_SPLIT, kernels_amx.cpp) runs the same schedule with every
+// operand held as three bf16 pieces (bf16_pack.hpp, split3) and each GEMM as
+// the six piece products that carry fp32's precision (amx_tiles.hpp), as the
+// fp32 forward does (forward_amx.hpp): P and dS are split, not rounded.
+// Rows (Q, dO, dS) keep their pieces side by side in a row (A operands, one
+// lda apart per row, the pieces dq32 apart); every other packing has one
+// plane per piece.
 #pragma once
 
 #include <omp.h>
@@ -27,18 +35,24 @@ namespace flashattn::detail::cpu::FA_ISA_NS {
 static_assert(BR % 32 == 0 && BC % 32 == 0, "AMX backward tiles: multiples of 32");
 
 struct BwdLayoutAmx {
-  int64_t dp, dq32, tq, tk, sqp, steps, groups, chunk;
+  int64_t pieces;  // bf16 pieces per element: 3 for split fp32, else 1
+  int64_t dp, dq32, qld, tq, tk, sqp, steps, groups, chunk;
+  // Piece plane strides (bf16 elements) of the packings below.
+  int64_t ktv_plane, kvn_plane, qtb_plane, pv_plane;
   // Per group (float offsets; bf16 buffers hold two values per float).
   size_t ktv, vtv, kvn, dkt, dvt, qb, dob, qtb, dotb, dq, lse, dsum, per_group;
   // Per thread.
-  size_t s, dps, pvn, dsvn, dsb, kpos, zr, tmp, per_thread;
+  size_t s, dps, pvn, dsvn, dsb, kpos, zr, tmp, stage, per_thread;
 };
 
 inline BwdLayoutAmx bwd_layout_amx(const BwdParams& p, int nthreads) {
   BwdLayoutAmx L;
   const int64_t d = p.head_dim, g = p.group();
+  L.pieces = FA_FP32_SPLIT && p.dtype == DType::F32 ? 3 : 1;
+  const int64_t P = L.pieces;
   L.dp = round_up(d, 16);
   L.dq32 = round_up(d, 32);
+  L.qld = P * L.dq32;  // Q, dO rows: their pieces side by side
   L.tq = (p.seqlen_q + BR - 1) / BR;
   L.tk = (p.seqlen_k + BC - 1) / BC;
   L.sqp = L.tq * BR;  // query rows per head, padded: a tile's 16-row stores stay in its tile
@@ -47,16 +61,20 @@ inline BwdLayoutAmx bwd_layout_amx(const BwdParams& p, int nthreads) {
   const int64_t want = L.tk > 0 ? (8 * int64_t(nthreads) + L.tk - 1) / L.tk : 1;
   L.chunk = std::max<int64_t>(1, std::min(L.groups, want));
   const int64_t rows = g * L.sqp;
+  L.ktv_plane = L.tk * L.dq32 * BC;
+  L.kvn_plane = L.tk * BC * L.dp;
+  L.qtb_plane = g * L.tq * L.dp * BR;
+  L.pv_plane = BR * BC;
   Carver c;
-  L.ktv = c.take(L.tk * L.dq32 / 2 * BC);  // K^T pairs: dq32/2 x BC per tile
-  L.vtv = c.take(L.tk * L.dq32 / 2 * BC);  // V^T pairs
-  L.kvn = c.take(L.tk * BC / 2 * L.dp);    // K pairs: BC/2 x dp per tile
-  L.dkt = c.take(L.tk * L.dp * BC);        // dK^T: dp x BC per tile
-  L.dvt = c.take(L.tk * L.dp * BC);        // dV^T
-  L.qb = c.take(rows * L.dq32 / 2);        // Q rows, bf16, zero padded to dq32
-  L.dob = c.take(rows * L.dq32 / 2);       // dO rows
-  L.qtb = c.take(g * L.tq * L.dp * BR / 2);   // Q^T per query tile: dp x BR, bf16
-  L.dotb = c.take(g * L.tq * L.dp * BR / 2);  // dO^T per query tile
+  L.ktv = c.take(P * L.tk * L.dq32 / 2 * BC);  // K^T pairs: dq32/2 x BC per tile
+  L.vtv = c.take(P * L.tk * L.dq32 / 2 * BC);  // V^T pairs
+  L.kvn = c.take(P * L.tk * BC / 2 * L.dp);    // K pairs: BC/2 x dp per tile
+  L.dkt = c.take(L.tk * L.dp * BC);            // dK^T: dp x BC per tile
+  L.dvt = c.take(L.tk * L.dp * BC);            // dV^T
+  L.qb = c.take(rows * L.qld / 2);             // Q rows, bf16, zero padded to dq32
+  L.dob = c.take(rows * L.qld / 2);            // dO rows
+  L.qtb = c.take(P * g * L.tq * L.dp * BR / 2);   // Q^T per query tile: dp x BR, bf16
+  L.dotb = c.take(P * g * L.tq * L.dp * BR / 2);  // dO^T per query tile
   L.dq = c.take(rows * L.dp);
   L.lse = c.take(rows);
   L.dsum = c.take(rows);
@@ -64,9 +82,10 @@ inline BwdLayoutAmx bwd_layout_amx(const BwdParams& p, int nthreads) {
   Carver t;
   L.s = t.take(BR * BC);
   L.dps = t.take(BR * BC);
-  L.pvn = t.take(BR / 2 * BC);  // P pairs: BR/2 x BC
-  L.dsvn = t.take(BR / 2 * BC); // dS pairs
-  L.dsb = t.take(BR * BC / 2);  // dS rows, bf16
+  L.pvn = t.take(P * BR / 2 * BC);  // P pairs: BR/2 x BC
+  L.dsvn = t.take(P * BR / 2 * BC); // dS pairs
+  L.dsb = t.take(P * BR * BC / 2);  // dS rows, bf16 (one plane per piece)
+  L.stage = P > 1 ? t.take(BC * L.qld / 2) : 0;  // split fp32: a K / V tile's rows of pieces
   L.kpos = t.take(BC);
   L.zr = t.take(BC);
   L.tmp = t.take(2 * L.dp);
@@ -84,41 +103,66 @@ inline size_t backward_workspace_floats_amx(const BwdParams& p, int nthreads) {
 
 inline uint16_t* u16(float* f) { return reinterpret_cast<uint16_t*>(f); }
 
-// Group prologue, KV side: the three packings of KV tile j; zero dK^T, dV^T.
-inline void bwd_load_kv_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, int64_t b,
-                            int64_t hk, int64_t j) {
+// Group prologue, KV side: the three packings of KV tile j (per piece); zero
+// dK^T, dV^T. stage: the thread's L.stage (split fp32: the tile's rows of
+// pieces, packed from there).
+template <class T>
+void bwd_load_kv_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, uint16_t* stage,
+                     int64_t b, int64_t hk, int64_t j) {
   const int64_t d = p.head_dim, c0 = j * BC, nk = std::min(BC, p.seqlen_k - c0);
-  const auto K = rows_of<const bf16_t>(p.k, p.k_str, b, hk);
-  const auto V = rows_of<const bf16_t>(p.v, p.v_str, b, hk);
-  const StridedRows kr{reinterpret_cast<const uint16_t*>(K.row(c0)), K.seq_stride};
-  const StridedRows vr{reinterpret_cast<const uint16_t*>(V.row(c0)), V.seq_stride};
-  transpose_pairs(u16(G + L.ktv) + j * L.dq32 * BC, 2 * BC, kr, nk, BC, d);
-  transpose_pairs(u16(G + L.vtv) + j * L.dq32 * BC, 2 * BC, vr, nk, BC, d);
-  interleave_pairs(u16(G + L.kvn) + j * BC * L.dp, 2 * L.dp, kr, nk, d, L.dp, BC / 2);
+  const auto K = rows_of<const T>(p.k, p.k_str, b, hk);
+  const auto V = rows_of<const T>(p.v, p.v_str, b, hk);
+  if constexpr (std::is_same_v<T, float>) {
+    // K's pieces first (all three packed from the stage), then V's.
+    for (int64_t x = 0; x < nk; ++x) split_row(K.row(c0 + x), d, L.dq32, stage + x * L.qld, L.dq32);
+    for (int64_t q = 0; q < 3; ++q) {
+      const StridedRows kr{stage + q * L.dq32, L.qld};
+      transpose_pairs(u16(G + L.ktv) + q * L.ktv_plane + j * L.dq32 * BC, 2 * BC, kr, nk, BC, d);
+      interleave_pairs(u16(G + L.kvn) + q * L.kvn_plane + j * BC * L.dp, 2 * L.dp, kr, nk, d, L.dp, BC / 2);
+    }
+    for (int64_t x = 0; x < nk; ++x) split_row(V.row(c0 + x), d, L.dq32, stage + x * L.qld, L.dq32);
+    for (int64_t q = 0; q < 3; ++q) {
+      const StridedRows vr{stage + q * L.dq32, L.qld};
+      transpose_pairs(u16(G + L.vtv) + q * L.ktv_plane + j * L.dq32 * BC, 2 * BC, vr, nk, BC, d);
+    }
+  } else {
+    (void)stage;
+    const StridedRows kr{reinterpret_cast<const uint16_t*>(K.row(c0)), K.seq_stride};
+    const StridedRows vr{reinterpret_cast<const uint16_t*>(V.row(c0)), V.seq_stride};
+    transpose_pairs(u16(G + L.ktv) + j * L.dq32 * BC, 2 * BC, kr, nk, BC, d);
+    transpose_pairs(u16(G + L.vtv) + j * L.dq32 * BC, 2 * BC, vr, nk, BC, d);
+    interleave_pairs(u16(G + L.kvn) + j * BC * L.dp, 2 * L.dp, kr, nk, d, L.dp, BC / 2);
+  }
   std::memset(G + L.dkt + j * L.dp * BC, 0, sizeof(float) * size_t(L.dp * BC));
   std::memset(G + L.dvt + j * L.dp * BC, 0, sizeof(float) * size_t(L.dp * BC));
 }
 
 // Group prologue, query side: padded row x of query head hl (zeros past Sq).
-inline void bwd_load_q_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, float* tmp,
-                           int64_t b, int64_t hk, int64_t hl, int64_t i) {
+template <class T>
+void bwd_load_q_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, float* tmp, int64_t b,
+                    int64_t hk, int64_t hl, int64_t i) {
   const int64_t d = p.head_dim, h = hk * p.group() + hl, r = hl * L.sqp + i;
-  uint16_t *q = u16(G + L.qb) + r * L.dq32, *dout = u16(G + L.dob) + r * L.dq32;
-  std::memset(q, 0, size_t(L.dq32) * 2);
-  std::memset(dout, 0, size_t(L.dq32) * 2);
+  uint16_t *q = u16(G + L.qb) + r * L.qld, *dout = u16(G + L.dob) + r * L.qld;
+  std::memset(q, 0, size_t(L.qld) * 2);
+  std::memset(dout, 0, size_t(L.qld) * 2);
   std::memset(G + L.dq + r * L.dp, 0, sizeof(float) * size_t(L.dp));
   if (i >= p.seqlen_q) {
     G[L.lse + r] = kInf;
     G[L.dsum + r] = 0.0f;
     return;
   }
-  const bf16_t* qrow = rows_of<const bf16_t>(p.q, p.q_str, b, h).row(i);
-  const bf16_t* drow = rows_of<const bf16_t>(p.dout, p.do_str, b, h).row(i);
-  std::memcpy(q, qrow, size_t(d) * 2);
-  std::memcpy(dout, drow, size_t(d) * 2);
+  const T* qrow = rows_of<const T>(p.q, p.q_str, b, h).row(i);
+  const T* drow = rows_of<const T>(p.dout, p.do_str, b, h).row(i);
+  if constexpr (std::is_same_v<T, float>) {
+    split_row(qrow, d, L.dq32, q, L.dq32);
+    split_row(drow, d, L.dq32, dout, L.dq32);
+  } else {
+    std::memcpy(q, qrow, size_t(d) * 2);
+    std::memcpy(dout, drow, size_t(d) * 2);
+  }
   float *dof = tmp, *of = tmp + L.dp;
   load_row(drow, dof, d, 1.0f);
-  load_row(rows_of<const bf16_t>(p.out, p.o_str, b, h).row(i), of, d, 1.0f);
+  load_row(rows_of<const T>(p.out, p.o_str, b, h).row(i), of, d, 1.0f);
   float acc = 0.0f;
   for (int64_t k = 0; k < d; ++k) acc += dof[k] * of[k];
   G[L.dsum + r] = acc;
@@ -126,7 +170,8 @@ inline void bwd_load_q_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, 
 }
 
 // One tile pair (query tile i, KV tile j) for every query head of the group.
-inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLayoutAmx& L,
+template <class T>
+void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLayoutAmx& L,
                          float* G, float* W, int64_t i, int64_t j, int64_t b, int64_t hk) {
   const int64_t d = p.head_dim, dp = L.dp, dq32 = L.dq32, g = p.group();
   const int64_t r0 = i * BR, nq = std::min(BR, p.seqlen_q - r0);
@@ -139,6 +184,8 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
   const float qscale = q_factor(p.scale, p.softcap);
   (void)d;
 
+  constexpr bool kSplit = std::is_same_v<T, float>;
+  const int64_t qld = L.qld, pvp = L.pv_plane;
   const uint16_t* ktv = u16(G + L.ktv) + j * dq32 * BC;
   const uint16_t* vtv = u16(G + L.vtv) + j * dq32 * BC;
   const uint16_t* kvn = u16(G + L.kvn) + j * BC * dp;
@@ -150,14 +197,14 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
   configure_tiles();
   for (int64_t hl = 0; hl < g; ++hl) {
     const int64_t r = hl * L.sqp + r0;
-    const uint16_t* q = u16(G + L.qb) + r * dq32;
-    const uint16_t* dout = u16(G + L.dob) + r * dq32;
+    const uint16_t* q = u16(G + L.qb) + r * qld;
+    const uint16_t* dout = u16(G + L.dob) + r * qld;
     const uint16_t* qt = u16(G + L.qtb) + (hl * L.tq + i) * dp * BR;
     const uint16_t* dot = u16(G + L.dotb) + (hl * L.tq + i) * dp * BR;
     const float *lse = G + L.lse + r, *dsum = G + L.dsum + r;
     float* dq = G + L.dq + r * dp;
-    tile_gemm(nq16, nk16, dq32, q, dq32, ktv, 2 * BC, s, BC, false);      // S / scale
-    tile_gemm(nq16, nk16, dq32, dout, dq32, vtv, 2 * BC, dps, BC, false);  // dP = dO V^T
+    pair_gemm<kSplit>(nq16, nk16, dq32, q, qld, dq32, ktv, 2 * BC, L.ktv_plane, s, BC, false);      // S / scale
+    pair_gemm<kSplit>(nq16, nk16, dq32, dout, qld, dq32, vtv, 2 * BC, L.ktv_plane, dps, BC, false);  // dP = dO V^T
     const vf qs = vsplat(qscale);
     for (int64_t ii = 0; ii < nq; ++ii)
       for (int64_t jj = 0; jj < nk16; jj += VW) vstore(s + ii * BC + jj, vload(s + ii * BC + jj) * qs);
@@ -171,26 +218,43 @@ inline void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLa
         const bool a = ii < nq, c = ii + 1 < nq;
         const vf p0 = a ? vload(s + ii * BC + jj) : zero, p1 = c ? vload(s + (ii + 1) * BC + jj) : zero;
         const vf d0 = a ? vload(dps + ii * BC + jj) : zero, d1 = c ? vload(dps + (ii + 1) * BC + jj) : zero;
-        _mm512_storeu_si512(pvn + (ii / 2) * 2 * BC + 2 * jj,
-                            pack_pair_bf16(reinterpret_cast<__m512>(p0), reinterpret_cast<__m512>(p1)));
-        _mm512_storeu_si512(dsvn + (ii / 2) * 2 * BC + 2 * jj,
-                            pack_pair_bf16(reinterpret_cast<__m512>(d0), reinterpret_cast<__m512>(d1)));
+        uint16_t *pd = pvn + (ii / 2) * 2 * BC + 2 * jj, *dd = dsvn + (ii / 2) * 2 * BC + 2 * jj;
+        const __m512 pe = reinterpret_cast<__m512>(p0), po = reinterpret_cast<__m512>(p1);
+        const __m512 de = reinterpret_cast<__m512>(d0), dO = reinterpret_cast<__m512>(d1);
+        if constexpr (kSplit) {
+          store_pair_pieces(pd, pvp, pe, po);
+          store_pair_pieces(dd, pvp, de, dO);
+        } else {
+          _mm512_storeu_si512(pd, pack_pair_bf16(pe, po));
+          _mm512_storeu_si512(dd, pack_pair_bf16(de, dO));
+        }
       }
     for (int64_t ii = 0; ii < nq16; ++ii)
       for (int64_t jj = 0; jj < nk32; jj += VW) {
         const __mmask16 km = ii >= nq || jj >= nk16 ? __mmask16(0) : jj + VW < nk16 ? __mmask16(0xffff) : tail;
         const __m512 x = _mm512_maskz_loadu_ps(km, dps + ii * BC + jj);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dsb + ii * BC + jj),
-                            reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
+        auto store = [&](int64_t q, __m512 v) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dsb + q * pvp + ii * BC + jj),
+                              reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+        };
+        if constexpr (kSplit) {
+          const Split3 z = split3(x);
+          store(0, z.hi);
+          store(1, z.mid);
+          store(2, z.lo);
+        } else {
+          store(0, x);
+        }
       }
-    tile_gemm(dp, nk16, nq32, dot, BR, pvn, 2 * BC, dvt, BC, true);   // dV^T += dO^T P
-    tile_gemm(dp, nk16, nq32, qt, BR, dsvn, 2 * BC, dkt, BC, true);   // dK^T += Q^T dS
-    tile_gemm(nq16, dp, nk32, dsb, BC, kvn, 2 * dp, dq, dp, true);     // dQ += dS K
+    pair_gemm<kSplit>(dp, nk16, nq32, dot, BR, L.qtb_plane, pvn, 2 * BC, pvp, dvt, BC, true);  // dV^T += dO^T P
+    pair_gemm<kSplit>(dp, nk16, nq32, qt, BR, L.qtb_plane, dsvn, 2 * BC, pvp, dkt, BC, true);  // dK^T += Q^T dS
+    pair_gemm<kSplit>(nq16, dp, nk32, dsb, BC, pvp, kvn, 2 * dp, L.kvn_plane, dq, dp, true);   // dQ += dS K
   }
   release_tiles();
 }
 
-inline void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
+template <class T>
+void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
   const WindowMask mask(p);
   const BwdLayoutAmx L = bwd_layout_amx(p, nthreads);
   const int64_t g = p.group(), d = p.head_dim, dp = L.dp;
@@ -207,13 +271,14 @@ inline void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
 #pragma omp for schedule(dynamic, 1) nowait
       for (int64_t x = 0; x < ng * L.tk; ++x) {
         const int64_t gg = g0 + x / L.tk;
-        bwd_load_kv_amx(p, L, group_base(x / L.tk), gg / p.heads_kv, gg % p.heads_kv, x % L.tk);
+        bwd_load_kv_amx<T>(p, L, group_base(x / L.tk), u16(W + L.stage), gg / p.heads_kv, gg % p.heads_kv,
+                           x % L.tk);
       }
       const int64_t qrows = g * L.sqp;
 #pragma omp for schedule(static)
       for (int64_t x = 0; x < ng * qrows; ++x) {
         const int64_t gg = g0 + x / qrows, rr = x % qrows;
-        bwd_load_q_amx(p, L, group_base(x / qrows), W + L.tmp, gg / p.heads_kv, gg % p.heads_kv,
+        bwd_load_q_amx<T>(p, L, group_base(x / qrows), W + L.tmp, gg / p.heads_kv, gg % p.heads_kv,
                        rr / L.sqp, rr % L.sqp);
       }
       // Q^T and dO^T per query tile, from the padded rows just written.
@@ -223,17 +288,19 @@ inline void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
         const int64_t t = x % (g * L.tq);  // hl * tq + i
         const int64_t row0 = (t / L.tq) * L.sqp + (t % L.tq) * BR;
         const int64_t nq = std::min(BR, p.seqlen_q - (t % L.tq) * BR);
-        const StridedRows qr{u16(G + L.qb) + row0 * L.dq32, L.dq32};
-        const StridedRows dr{u16(G + L.dob) + row0 * L.dq32, L.dq32};
-        transpose_bf16(qr, nq, d, dp, BR, u16(G + L.qtb) + t * dp * BR, BR);
-        transpose_bf16(dr, nq, d, dp, BR, u16(G + L.dotb) + t * dp * BR, BR);
+        for (int64_t q = 0; q < L.pieces; ++q) {
+          const StridedRows qr{u16(G + L.qb) + row0 * L.qld + q * L.dq32, L.qld};
+          const StridedRows dr{u16(G + L.dob) + row0 * L.qld + q * L.dq32, L.qld};
+          transpose_bf16(qr, nq, d, dp, BR, u16(G + L.qtb) + q * L.qtb_plane + t * dp * BR, BR);
+          transpose_bf16(dr, nq, d, dp, BR, u16(G + L.dotb) + q * L.qtb_plane + t * dp * BR, BR);
+        }
       }
       for (int64_t t = 0; t < L.steps; ++t) {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t x = 0; x < ng * L.tk; ++x) {
           const int64_t j = x % L.tk, i = (j + t) % L.steps;
           const int64_t gg = g0 + x / L.tk;
-          if (i < L.tq) bwd_pair_amx(p, mask, L, group_base(x / L.tk), W, i, j, gg / p.heads_kv, gg % p.heads_kv);
+          if (i < L.tq) bwd_pair_amx<T>(p, mask, L, group_base(x / L.tk), W, i, j, gg / p.heads_kv, gg % p.heads_kv);
         }
       }
 #pragma omp for schedule(static) nowait
@@ -244,9 +311,9 @@ inline void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
         const size_t at = size_t((jj / BC) * dp * BC + jj % BC);
         float* tmp = W + L.tmp;
         for (int64_t k = 0; k < d; ++k) tmp[k] = G[L.dkt + at + size_t(k * BC)];
-        store_row(tmp, rows_of<bf16_t>(p.dk, p.dk_str, b, hk).row(jj), d, kmul);
+        store_row(tmp, rows_of<T>(p.dk, p.dk_str, b, hk).row(jj), d, kmul);
         for (int64_t k = 0; k < d; ++k) tmp[k] = G[L.dvt + at + size_t(k * BC)];
-        store_row(tmp, rows_of<bf16_t>(p.dv, p.dv_str, b, hk).row(jj), d, 1.0f);
+        store_row(tmp, rows_of<T>(p.dv, p.dv_str, b, hk).row(jj), d, 1.0f);
       }
 #pragma omp for schedule(static)
       for (int64_t x = 0; x < ng * g * p.seqlen_q; ++x) {
@@ -254,16 +321,24 @@ inline void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
         const int64_t hl = rr / p.seqlen_q, i = rr % p.seqlen_q;
         const int64_t b = gg / p.heads_kv, h = (gg % p.heads_kv) * g + hl;
         const float* G = group_base(x / (g * p.seqlen_q));
-        store_row(G + L.dq + (hl * L.sqp + i) * dp, rows_of<bf16_t>(p.dq, p.dq_str, b, h).row(i), d,
+        store_row(G + L.dq + (hl * L.sqp + i) * dp, rows_of<T>(p.dq, p.dq_str, b, h).row(i), d,
                   p.scale);
       }
     }
   }
 }
 
+template <class T>
+void backward_amx_dt(const BwdParams& p, float* ws, int nthreads) {
+  if (!p.varlen()) return backward_amx_t<T>(p, ws, nthreads);
+  for_each_sequence(p, [&](const BwdParams& sp) { backward_amx_t<T>(sp, ws, nthreads); });
+}
+// bf16, or split fp32 (FA_FP32_SPLIT builds only reach here with fp32).
 inline void backward_amx(const BwdParams& p, float* ws, int nthreads) {
-  if (!p.varlen()) return backward_amx_t(p, ws, nthreads);
-  for_each_sequence(p, [&](const BwdParams& sp) { backward_amx_t(sp, ws, nthreads); });
+#if FA_FP32_SPLIT
+  if (p.dtype == DType::F32) return backward_amx_dt<float>(p, ws, nthreads);
+#endif
+  backward_amx_dt<bf16_t>(p, ws, nthreads);
 }
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS

@@ -170,6 +170,25 @@ inline void split_row(const float* x, int64_t n, int64_t npad, uint16_t* dst, in
   }
 }
 
+// Rounds two fp32 vectors (k = 2r and 2r + 1 of 16 columns) into one VNNI
+// row of 16 pairs per piece of split3, the pieces' rows plane elements
+// apart. Split on the packed pairs: each 32-bit lane holds (even, odd)
+// bf16, so a shift and a mask widen them back to fp32 for the next
+// remainder. For values that are finite or NaN (a NaN stays NaN in every
+// piece; an inf would leave NaN in mid and lo: split3 guards that).
+inline void store_pair_pieces(uint16_t* dst, int64_t plane, __m512 even, __m512 odd) {
+  const __m512i odd_bits = _mm512_set1_epi32(int(0xffff0000u));
+  auto widen_e = [](__m512i x) { return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)); };
+  auto widen_o = [&](__m512i x) { return _mm512_castsi512_ps(_mm512_and_si512(x, odd_bits)); };
+  const __m512i hi = pack_pair_bf16(even, odd);
+  const __m512 re = _mm512_sub_ps(even, widen_e(hi)), ro = _mm512_sub_ps(odd, widen_o(hi));
+  const __m512i mid = pack_pair_bf16(re, ro);
+  const __m512i lo = pack_pair_bf16(_mm512_sub_ps(re, widen_e(mid)), _mm512_sub_ps(ro, widen_o(mid)));
+  _mm512_storeu_si512(dst, hi);
+  _mm512_storeu_si512(dst + plane, mid);
+  _mm512_storeu_si512(dst + 2 * plane, lo);
+}
+
 inline float bf16_bits_to_float(uint16_t b) {
   const uint32_t u = uint32_t(b) << 16;
   float f;

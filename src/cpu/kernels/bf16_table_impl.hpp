@@ -33,7 +33,7 @@ namespace {
 // The fp32 forward on the tiles (FA_FP32_SPLIT): FLASHATTN_CPU_FP32_AMX=0
 // never, =1 always (tests, A/B runs), unset where it measured faster
 // (forward_amx.hpp, fp32_tiles_pay). Read once per process.
-bool fp32_on_tiles(const FwdParams& p) {
+bool fp32_on_tiles(const AttnParams& p) {
   static const int env = [] {
     const char* e = std::getenv("FLASHATTN_CPU_FP32_AMX");
     return e && !std::strcmp(e, "0") ? 0 : e && !std::strcmp(e, "1") ? 1 : -1;
@@ -47,7 +47,7 @@ bool pairs_fwd(const FwdParams& p) {
   if (p.dtype != DType::BF16 && !fp32_on_tiles(p)) return false;
   return p.heads_kv == 0 || !FA_ISA_NS::use_decode(p);  // (heads_kv 0: an empty call)
 }
-bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16; }
+bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16 || fp32_on_tiles(p); }
 
 int64_t fwd_tasks(const FwdParams& p) {
   return pairs_fwd(p) ? FA_ISA_NS::forward_tasks(p) : FA_OTHER_KERNELS().forward_tasks(p);

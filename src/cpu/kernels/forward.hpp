@@ -37,11 +37,6 @@
 #include "tiles.hpp"
 #include "variants.hpp"
 
-// FA_FP32_SPLIT (kernels_amx.cpp): fp32 forward tiles on AMX too, each
-// operand as three bf16 pieces (forward_amx.hpp, bf16_pack.hpp split3).
-#ifndef FA_FP32_SPLIT
-#define FA_FP32_SPLIT 0
-#endif
 // FA_DECODE_AMX: bf16 decode scores and P V on AMX tiles (amx_decode.hpp;
 // kernels_amx_decode.cpp sets it).
 #ifndef FA_DECODE_AMX
@@ -399,7 +394,7 @@ void pv_in_chunks(int64_t nr, int64_t dp, int64_t nk, const float* pt, const T* 
 // full_lo / full_hi: a tile inside [full_lo, full_hi) needs no per-element
 // mask (the largest lo and the smallest hi). qscale: the factor already in
 // qt and qr (the AMX path and dot_rows_dpbf16 apply it to the scores instead).
-#if FA_AMX
+#if FA_AMX && FA_FP32_SPLIT
 // Pre-split fp32 K / V (forward_amx.hpp, SplitKV) exist for the tiles only.
 inline void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
                    int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const SplitKV& K,
@@ -835,7 +830,7 @@ void forward_seq(const FwdParams& p, float* ws, int nthreads) {
       }
     };
 #if FA_AMX
-    if constexpr (std::is_same_v<T, float> && !PAGED) {
+    if constexpr (FA_FP32_SPLIT && std::is_same_v<T, float> && !PAGED) {
       if (presplit_floats(p)) {
         uint16_t* buf = reinterpret_cast<uint16_t*>(thread_ws(nthreads));
         presplit_kv(p, buf, nthreads, [&](int t) { return reinterpret_cast<uint16_t*>(thread_ws(t) + L.kb16); });

@@ -69,24 +69,29 @@ inline void pack_q_columns(const FwdLayout& L, float* ws, const float* const* ro
     transpose_pairs(qv + p * dq32 * FBR, 2 * FBR, StridedRows{stage + p * dq32, 3 * dq32}, n, ncol, d);
 }
 
-// Where the split fp32 forward pays (FLASHATTN_CPU_FP32_AMX unset): head
-// dim 128 and up with 2048 keys or more per query row on average. Measured
-// on a 2-core Xeon with AMX (bench/NOTES.md, "fp32 on AMX tiles"): +6% at
-// 2048 keys, +16-20% at 4096-8192 (head dim 128 and 256, unmasked), +3% / +9%
-// causal at 4096 / 8192; level at head dim 64 (its six piece products are
-// as many, its softmax is not smaller) and slower below (-5% at 1024
-// unmasked, -10% causal at 2048: the per-task Q split and the pre-split pass
-// weigh more against a short row).
+// Where split fp32 on the tiles pays, forward and backward
+// (FLASHATTN_CPU_FP32_AMX unset): 2048 keys or more per query row on average,
+// 4096 when a causal / window mask hides some. Measured on a 2-core Xeon
+// with AMX against the FMA kernels (bench/NOTES.md, "fp32 on AMX tiles";
+// bench/results/cpu-fp32-amx-split-20261205/): unmasked, 2048-8192 keys,
+// head dims 64-256: forward 1.11-1.21x, backward 1.03-1.18x; at 1024 keys
+// 0.96-1.14x and at 512 0.88-0.95x (the K / V and Q splits, the pre-split
+// buffer's page faults weigh more against short rows). Masked calls trail
+// further (causal 512: 0.56-0.76x): the tiles' 256-key blocks leave more of
+// the diagonal's masked half computed than the FMA kernels' 64-key ones,
+// so causal pays only from 8192 keys (forward 1.07-1.14x, backward
+// 0.96-1.09x; at 4096 0.92-1.09x).
 constexpr int64_t kFp32TilesMinKeys = 2048;
-inline bool fp32_tiles_pay(const FwdParams& p) {
-  if (p.head_dim < 128 || p.seqlen_q == 0) return false;
+inline bool fp32_tiles_pay(const AttnParams& p) {
+  if (p.seqlen_q == 0 || p.seqlen_k == 0) return false;
   const WindowMask mask(p);
   int64_t visible = 0;
   for (int64_t i = 0; i < p.seqlen_q; ++i) {
     const KeyRange r = mask.keys(i);
     visible += r.empty() ? 0 : r.end - r.begin;
   }
-  return visible >= kFp32TilesMinKeys * p.seqlen_q;
+  const bool masked = visible < p.seqlen_q * p.seqlen_k;
+  return visible >= (masked ? 2 : 1) * kFp32TilesMinKeys * p.seqlen_q;
 }
 
 // Split fp32 K and V of one (batch, kv head), split once per call
@@ -161,17 +166,6 @@ inline SplitKV split_kv_of(const FwdParams& p, const uint16_t* buf, int64_t b, i
           head, head + z.k, z.ldv, reinterpret_cast<const uint8_t*>(head + z.k + z.vt)};
 }
 
-// C (+)= A B on the tiles: bf16 operands, or (kSplit) three pieces each, piece
-// planes pa / pb apart (amx_tiles.hpp).
-template <bool kSplit>
-inline void pair_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda, int64_t pa,
-                      const uint16_t* B, int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
-#if FA_FP32_SPLIT
-  if constexpr (kSplit) return tile_gemm<true>(M, N, K, A, lda, B, ldb, C, ldc, accumulate, pa, pb);
-#endif
-  tile_gemm(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-}
-
 // Queries per block: the softmax, the P^T packing and the O^T update of one
 // block run back to back on buffers of their own (S^T 16 KiB, O^T 16 KiB at
 // d = 128, P^T 8 KiB), so they stay in L1 between the two GEMMs; whole-tile
@@ -188,19 +182,7 @@ inline void store_p_pair(uint16_t* pv, int64_t j, int64_t c, vf p0, vf p1) {
   uint16_t* dst = pv + (j / 2) * 2 * QB + 2 * c;
   const __m512 e = reinterpret_cast<__m512>(p0), o = reinterpret_cast<__m512>(p1);
   if constexpr (kSplit) {
-    // split3 on the packed pairs: each 32-bit lane holds (even, odd) bf16,
-    // so a shift and a mask widen them back to fp32 for the next remainder.
-    // (P is finite or NaN, and a NaN row stays NaN: no inf guard needed.)
-    const __m512i odd_bits = _mm512_set1_epi32(int(0xffff0000u));
-    auto widen_e = [](__m512i x) { return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)); };
-    auto widen_o = [&](__m512i x) { return _mm512_castsi512_ps(_mm512_and_si512(x, odd_bits)); };
-    const __m512i hi = pack_pair_bf16(e, o);
-    const __m512 re = _mm512_sub_ps(e, widen_e(hi)), ro = _mm512_sub_ps(o, widen_o(hi));
-    const __m512i mid = pack_pair_bf16(re, ro);
-    const __m512i lo = pack_pair_bf16(_mm512_sub_ps(re, widen_e(mid)), _mm512_sub_ps(ro, widen_o(mid)));
-    _mm512_storeu_si512(dst, hi);
-    _mm512_storeu_si512(dst + kPvPlane, mid);
-    _mm512_storeu_si512(dst + 2 * kPvPlane, lo);
+    store_pair_pieces(dst, kPvPlane, e, o);
   } else {
     _mm512_storeu_si512(dst, pack_pair_bf16(e, o));
   }

@@ -23,6 +23,11 @@
 #ifndef FA_AMX
 #define FA_AMX 0
 #endif
+// FA_FP32_SPLIT (kernels_amx.cpp): fp32 on AMX tiles too, each operand as
+// three bf16 pieces (forward_amx.hpp, backward_amx.hpp, bf16_pack.hpp split3).
+#ifndef FA_FP32_SPLIT
+#define FA_FP32_SPLIT 0
+#endif
 #ifndef FA_FWD_BR
 #define FA_FWD_BR 256
 #endif
