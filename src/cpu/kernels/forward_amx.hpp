@@ -277,9 +277,21 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         prefetch_rows(K, a, e, d);
         prefetch_rows(V, a, e, d);
       }
-      pair_gemm<kSplit>(nk16, nb, dq32, ka, lda, dq32, qv + 2 * cb, 2 * FBR, qv_plane, s, QB,
+      // A partial tile's keys that some column of this block sees end at
+      // c0 + nkb: on a causal diagonal the early blocks stop well short of
+      // nk, and the GEMMs and the softmax stop there too (the keys past it
+      // are masked for every column; a block that sees none is skipped).
+      int64_t nkb = nk;
+      if (partial) {
+        int64_t kmax = 0;
+        for (int64_t c = 0; c < nb; ++c) kmax = std::max<int64_t>(kmax, hi[cb + c]);
+        nkb = std::clamp<int64_t>(kmax - c0, 0, nk);
+        if (nkb == 0) continue;
+      }
+      const int64_t nkb16 = round_up(nkb, 16), nkb32 = round_up(nkb, 32);
+      pair_gemm<kSplit>(nkb16, nb, dq32, ka, lda, dq32, qv + 2 * cb, 2 * FBR, qv_plane, s, QB,
                         false);  // raw q.k
-      if (partial) mask_cols_abs(s, QB, lo + cb, hi + cb, nb, c0, nk);
+      if (partial) mask_cols_abs(s, QB, lo + cb, hi + cb, nb, c0, nkb);
 
       for (int64_t c = 0; c < nb; c += VW) {
         // Plain scores stay raw q.k and the scale rides in the exponent's
@@ -290,17 +302,17 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
           // for every key (measured: 10% of the forward).
           vf m1 = mx, m2 = mx, m3 = mx;
           int64_t j = 0;
-          for (; j + 4 <= nk; j += 4) {
+          for (; j + 4 <= nkb; j += 4) {
             mx = vmax(mx, vload(s + j * QB + c));
             m1 = vmax(m1, vload(s + (j + 1) * QB + c));
             m2 = vmax(m2, vload(s + (j + 2) * QB + c));
             m3 = vmax(m3, vload(s + (j + 3) * QB + c));
           }
-          for (; j < nk; ++j) mx = vmax(mx, vload(s + j * QB + c));
+          for (; j < nkb; ++j) mx = vmax(mx, vload(s + j * QB + c));
           mx = vmax(vmax(mx, m1), vmax(m2, m3)) * vsplat(qscale);
         } else {
           const vf qp = alibi ? vload(ws + L.qpos + cb + c) : vsplat(0.0f);
-          for (int64_t j = 0; j < nk; ++j) {
+          for (int64_t j = 0; j < nkb; ++j) {
             vf x = vload(s + j * QB + c) * vsplat(qscale);
             if (capped) x = vsoftcap(x, cap);
             if (alibi) x += var->bias_q(qp, c0 + j);
@@ -313,10 +325,10 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         vf mu = vsel(mnew == vsplat(kNegInf), vsplat(0.0f), mnew);
         vf alpha = vexp(mold - mu);
         vf sum = vsplat(0.0f), sum1 = sum;
-        for (int64_t j = 0; j < nk32; j += 2) {
+        for (int64_t j = 0; j < nkb32; j += 2) {
           const vf zero = vsplat(0.0f);
-          const vf p0 = j < nk ? vexp(vload(s + j * QB + c) * qs - mu) : zero;
-          const vf p1 = j + 1 < nk ? vexp(vload(s + (j + 1) * QB + c) * qs - mu) : zero;
+          const vf p0 = j < nkb ? vexp(vload(s + j * QB + c) * qs - mu) : zero;
+          const vf p1 = j + 1 < nkb ? vexp(vload(s + (j + 1) * QB + c) * qs - mu) : zero;
           sum += p0;
           sum1 += p1;
           if (dropout) {  // P~ = P o Z / (1 - p) is packed after the keep mask below
@@ -334,19 +346,19 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         float* zr = ws + L.zr;
         for (int64_t c = 0; c < std::min(nb, nq - cb); ++c) {
           const int64_t i = var->row0 + cb + c;
-          var->keep_row(i, c0, nk, zr);
-          for (int64_t j = 0; j < nk; ++j) s[j * QB + c] *= zr[j];
+          var->keep_row(i, c0, nkb, zr);
+          for (int64_t j = 0; j < nkb; ++j) s[j * QB + c] *= zr[j];
           if (var->mask) {
             int32_t* mrow = var->mask + i * var->seqlen_k;
-            for (int64_t j = 0; j < nk; ++j)
+            for (int64_t j = 0; j < nkb; ++j)
               if (c0 + j >= lo[cb + c] && c0 + j < hi[cb + c]) mrow[c0 + j] = zr[j] != 0.0f;
           }
         }
-        for (int64_t j = 0; j < nk32; j += 2)
+        for (int64_t j = 0; j < nkb32; j += 2)
           for (int64_t c = 0; c < nb; c += VW) {
-            // Rows past nk hold stale values: the pair's zeros come from here.
-            const vf p0 = j < nk ? vload(s + j * QB + c) : vsplat(0.0f);
-            const vf p1 = j + 1 < nk ? vload(s + (j + 1) * QB + c) : vsplat(0.0f);
+            // Rows past nkb hold stale values: the pair's zeros come from here.
+            const vf p0 = j < nkb ? vload(s + j * QB + c) : vsplat(0.0f);
+            const vf p1 = j + 1 < nkb ? vload(s + (j + 1) * QB + c) : vsplat(0.0f);
             store_p_pair<kSplit>(pv, j, c, p0, p1);
           }
       }
@@ -365,7 +377,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         };
         for (int64_t c = 0; c < std::min(nb, nq - cb); ++c) {
           for (int64_t k = 0; k < dp; ++k) otb[k * QB + c] *= al[cb + c];
-          for (int64_t j = 0; j < nk; ++j) {
+          for (int64_t j = 0; j < nkb; ++j) {
             const float pij = p_at(j, c);
             if (pij == 0.0f) continue;
             for (int64_t k = 0; k < d; ++k) otb[k * QB + c] += pij * v_at(j, k);
@@ -380,7 +392,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         if (_mm512_cmpneq_ps_mask(reinterpret_cast<__m512>(a), _mm512_set1_ps(1.0f)) == 0) continue;
         for (int64_t k = 0; k < dp; ++k) vstore(otb + k * QB + c, vload(otb + k * QB + c) * a);
       }
-      pair_gemm<kSplit>(dp, nb, nk32, vtile, ldv, vplane, pv, 2 * QB, kPvPlane, otb, QB, true);
+      pair_gemm<kSplit>(dp, nb, nkb32, vtile, ldv, vplane, pv, 2 * QB, kPvPlane, otb, QB, true);
     }
   }
   release_tiles();
