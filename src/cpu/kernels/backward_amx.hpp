@@ -174,13 +174,32 @@ template <class T>
 void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLayoutAmx& L,
                          float* G, float* W, int64_t i, int64_t j, int64_t b, int64_t hk) {
   const int64_t d = p.head_dim, dp = L.dp, dq32 = L.dq32, g = p.group();
-  const int64_t r0 = i * BR, nq = std::min(BR, p.seqlen_q - r0);
-  const int64_t c0 = j * BC, nk = std::min(BC, p.seqlen_k - c0);
+  const int64_t i0 = i * BR, nq_tile = std::min(BR, p.seqlen_q - i0);
+  const int64_t c0 = j * BC, nk_tile = std::min(BC, p.seqlen_k - c0);
+  const KeyRange kr = mask.keys(i0, i0 + nq_tile);
+  if (kr.empty() || kr.end <= c0 || kr.begin >= c0 + nk_tile) return;
+  const bool full = mask.tile_full(i0, i0 + nq_tile, c0, c0 + nk_tile);
+  // A partial pair (causal / window diagonal) leaves out the query rows
+  // before the first that sees a key of the tile (from a 32-row boundary, so
+  // the query pairs and the Q^T / dO^T columns stay aligned) and the keys
+  // past the last any row sees: with 256 x 128 tiles the causal diagonal's
+  // second KV tile has half its rows masked out.
+  int64_t a0 = 0, nk = nk_tile;
+  if (!full) {
+    int64_t first = nq_tile, kmax = c0;
+    for (int64_t ii = 0; ii < nq_tile; ++ii) {
+      const KeyRange rr = mask.keys(i0 + ii);
+      if (rr.empty() || rr.end <= c0 || rr.begin >= c0 + nk_tile) continue;
+      first = std::min(first, ii);
+      kmax = std::max(kmax, rr.end);
+    }
+    if (first == nq_tile) return;
+    a0 = first / 32 * 32;
+    nk = std::min(nk_tile, kmax - c0);
+  }
+  const int64_t r0 = i0 + a0, nq = nq_tile - a0;
   const int64_t nq16 = round_up(nq, 16), nq32 = round_up(nq, 32);
   const int64_t nk16 = round_up(nk, 16), nk32 = round_up(nk, 32);
-  const KeyRange kr = mask.keys(r0, r0 + nq);
-  if (kr.empty() || kr.end <= c0 || kr.begin >= c0 + nk) return;
-  const bool full = mask.tile_full(r0, r0 + nq, c0, c0 + nk);
   const float qscale = q_factor(p.scale, p.softcap);
   (void)d;
 
@@ -192,15 +211,15 @@ void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLayoutAmx
   float *dkt = G + L.dkt + j * dp * BC, *dvt = G + L.dvt + j * dp * BC;
   float *s = W + L.s, *dps = W + L.dps;
   uint16_t *pvn = u16(W + L.pvn), *dsvn = u16(W + L.dsvn), *dsb = u16(W + L.dsb);
-  if (p.has_variants()) key_positions(W + L.kpos, c0, nk);
+  if (p.has_variants()) key_positions(W + L.kpos, c0, nk_tile);
   const __mmask16 tail = nk % 16 ? __mmask16((1u << (nk % 16)) - 1) : __mmask16(0xffff);
   configure_tiles();
   for (int64_t hl = 0; hl < g; ++hl) {
     const int64_t r = hl * L.sqp + r0;
     const uint16_t* q = u16(G + L.qb) + r * qld;
     const uint16_t* dout = u16(G + L.dob) + r * qld;
-    const uint16_t* qt = u16(G + L.qtb) + (hl * L.tq + i) * dp * BR;
-    const uint16_t* dot = u16(G + L.dotb) + (hl * L.tq + i) * dp * BR;
+    const uint16_t* qt = u16(G + L.qtb) + (hl * L.tq + i) * dp * BR + a0;
+    const uint16_t* dot = u16(G + L.dotb) + (hl * L.tq + i) * dp * BR + a0;
     const float *lse = G + L.lse + r, *dsum = G + L.dsum + r;
     float* dq = G + L.dq + r * dp;
     pair_gemm<kSplit>(nq16, nk16, dq32, q, qld, dq32, ktv, 2 * BC, L.ktv_plane, s, BC, false);      // S / scale
@@ -208,7 +227,9 @@ void bwd_pair_amx(const BwdParams& p, const WindowMask& mask, const BwdLayoutAmx
     const vf qs = vsplat(qscale);
     for (int64_t ii = 0; ii < nq; ++ii)
       for (int64_t jj = 0; jj < nk16; jj += VW) vstore(s + ii * BC + jj, vload(s + ii * BC + jj) * qs);
-    if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk);
+    // Up to nk16: past a trimmed nk the tile's keys are real and every row's
+    // P there must be 0 (past the sequence they would only be thrown away).
+    if (!full) mask_rows(s, BC, mask, r0, nq, c0, nk16);
     p_and_ds_rows(p, b, hk * g + hl, r0, nq, c0, nk, nk16, lse, dsum, W + L.kpos, W + L.zr, s, dps, BC);
     // bf16 operands: P and dS in query pairs (rows past nq are zero), dS rows
     // with the keys past nk zeroed (they meet K's zero rows in dS K).
