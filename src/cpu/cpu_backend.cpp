@@ -133,6 +133,58 @@ struct Scratch {
   ~Scratch() { std::free(data); }
 };
 
+// The kernels' workspace of one call: the calling thread's kept buffer,
+// grown to the largest call up to kKeptWorkspaceBytes, else memory of its
+// own. A fresh allocation of a few MiB comes back from the OS to be
+// page-faulted and zeroed on every call (a tenth of a short AMX call:
+// bench/NOTES.md, "CPU workspace kept between calls"); the kept one does not.
+// Nothing in it is assumed zero: the kernels write what they read.
+constexpr size_t kKeptWorkspaceBytes = size_t(64) << 20;
+class KernelWorkspace {
+ public:
+  explicit KernelWorkspace(size_t bytes) {
+    if (bytes == 0) return;
+    Kept& k = kept();
+    if (!k.busy && (bytes <= k.size || bytes <= kKeptWorkspaceBytes)) {
+      if (bytes > k.size) {
+        std::free(k.data);
+        k.size = 0;
+        k.data = static_cast<float*>(std::aligned_alloc(64, round_up64(bytes)));
+        if (!k.data) return;
+        k.size = bytes;
+      }
+      k.busy = true;  // a nested call (none today) gets memory of its own
+      data = k.data;
+      borrowed_ = true;
+      return;
+    }
+    own_ = static_cast<float*>(std::aligned_alloc(64, round_up64(bytes)));
+    data = own_;
+  }
+  ~KernelWorkspace() {
+    if (borrowed_) kept().busy = false;
+    std::free(own_);
+  }
+  KernelWorkspace(const KernelWorkspace&) = delete;
+  KernelWorkspace& operator=(const KernelWorkspace&) = delete;
+  float* data = nullptr;
+
+ private:
+  struct Kept {
+    float* data = nullptr;
+    size_t size = 0;
+    bool busy = false;
+    ~Kept() { std::free(data); }
+  };
+  static Kept& kept() {
+    thread_local Kept k;
+    return k;
+  }
+  static size_t round_up64(size_t n) { return (n + 63) / 64 * 64; }
+  float* own_ = nullptr;
+  bool borrowed_ = false;
+};
+
 Status no_memory(size_t bytes) {
   return Status::Error(ErrorCode::Internal,
                        "cpu backend: could not allocate " + std::to_string(bytes) +
@@ -306,7 +358,8 @@ Status forward(const FwdParams& p) noexcept {
     const int nt = thread_count(tasks);
     const size_t bytes = k.forward_workspace_floats(p, nt) * sizeof(float);
     const size_t q_bytes = rotary_q_bytes(p);
-    Scratch ws(bytes), q_rot(q_bytes);
+    KernelWorkspace ws(bytes);
+    Scratch q_rot(q_bytes);
     if (bytes && !ws.data) return no_memory(bytes);
     if (q_bytes && !q_rot.data) return no_memory(q_bytes);
     if (q_bytes == 0) {
@@ -335,7 +388,7 @@ Status backward(const BwdParams& p) noexcept {
     if (tasks == 0) return Status::Ok();
     const int nt = thread_count(tasks);
     const size_t bytes = k.backward_workspace_floats(p, nt) * sizeof(float);
-    Scratch ws(bytes);
+    KernelWorkspace ws(bytes);
     if (bytes && !ws.data) return no_memory(bytes);
     k.backward(p, ws.data, nt);
     return Status::Ok();

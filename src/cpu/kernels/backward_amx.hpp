@@ -71,7 +71,7 @@ inline BwdLayoutAmx bwd_layout_amx(const BwdParams& p, int nthreads) {
   L.kvn = c.take(P * L.tk * BC / 2 * L.dp);    // K pairs: BC/2 x dp per tile
   L.dkt = c.take(L.tk * L.dp * BC);            // dK^T: dp x BC per tile
   L.dvt = c.take(L.tk * L.dp * BC);            // dV^T
-  L.qb = c.take(rows * L.qld / 2);             // Q rows, bf16, zero padded to dq32
+  L.qb = c.take(rows * L.qld / 2);             // Q rows: bf16 pieces of dq32 (zero padded), side by side
   L.dob = c.take(rows * L.qld / 2);            // dO rows
   L.qtb = c.take(P * g * L.tq * L.dp * BR / 2);   // Q^T per query tile: dp x BR, bf16
   L.dotb = c.take(P * g * L.tq * L.dp * BR / 2);  // dO^T per query tile

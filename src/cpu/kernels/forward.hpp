@@ -385,6 +385,15 @@ void pv_in_chunks(int64_t nr, int64_t dp, int64_t nk, const float* pt, const T* 
   }
 }
 
+#if FA_AMX && FA_FP32_SPLIT
+// Pre-split fp32 K / V (forward_amx.hpp, SplitKV) exist for the tiles only.
+inline void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
+                   int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const SplitKV& K,
+                   const SplitKV& V, float qscale, float cap, const Variants* var = nullptr) {
+  attend_amx(L, ws, d, nq, ncol, seqlen_k, c_begin, c_end, full_lo, full_hi, K, V, qscale, cap, var, true);
+}
+#endif
+
 // The online-softmax loop over key tiles c0 = c_begin, c_begin + FBC, ...
 // below c_end, for ncol query columns of (scale Q)^T already in qt (their
 // rows in qr instead when dot_cols picks dot_rows for S); column i
@@ -394,14 +403,6 @@ void pv_in_chunks(int64_t nr, int64_t dp, int64_t nk, const float* pt, const T* 
 // full_lo / full_hi: a tile inside [full_lo, full_hi) needs no per-element
 // mask (the largest lo and the smallest hi). qscale: the factor already in
 // qt and qr (the AMX path and dot_rows_dpbf16 apply it to the scores instead).
-#if FA_AMX && FA_FP32_SPLIT
-// Pre-split fp32 K / V (forward_amx.hpp, SplitKV) exist for the tiles only.
-inline void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
-                   int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const SplitKV& K,
-                   const SplitKV& V, float qscale, float cap, const Variants* var = nullptr) {
-  attend_amx(L, ws, d, nq, ncol, seqlen_k, c_begin, c_end, full_lo, full_hi, K, V, qscale, cap, var, true);
-}
-#endif
 template <class KV, class Tick = NoTick>
 void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, int64_t seqlen_k,
             int64_t c_begin, int64_t c_end, int64_t full_lo, int64_t full_hi, const KV& K,
