@@ -70,17 +70,14 @@ inline void pack_q_columns(const FwdLayout& L, float* ws, const float* const* ro
 }
 
 // Where split fp32 on the tiles pays, forward and backward
-// (FLASHATTN_CPU_FP32_AMX unset): 2048 keys or more per query row on average,
-// 4096 when a causal / window mask hides some. Measured on a 2-core Xeon
-// with AMX against the FMA kernels (bench/NOTES.md, "fp32 on AMX tiles";
-// bench/results/cpu-fp32-amx-split-20261205/): unmasked, 2048-8192 keys,
-// head dims 64-256: forward 1.11-1.21x, backward 1.03-1.18x; at 1024 keys
-// 0.96-1.14x and at 512 0.88-0.95x (the K / V and Q splits, the pre-split
-// buffer's page faults weigh more against short rows). Masked calls trail
-// further (causal 512: 0.56-0.76x): the tiles' 256-key blocks leave more of
-// the diagonal's masked half computed than the FMA kernels' 64-key ones,
-// so causal pays only from 8192 keys (forward 1.07-1.14x, backward
-// 0.96-1.09x; at 4096 0.92-1.09x).
+// (FLASHATTN_CPU_FP32_AMX unset): 2048 keys or more per query row on
+// average. Measured on a 2-core Xeon with AMX against the FMA kernels
+// (bench/NOTES.md, "fp32 on AMX tiles"; bench/results/cpu-fp32-amx-split-20261205/):
+// unmasked, 2048-8192 keys, head dims 64-256: forward 1.11-1.21x, backward
+// 1.03-1.18x; causal 4096 (2048 per row on average; after the diagonal trim
+// and the kept workspace) forward 1.02-1.09x, backward 0.95-1.16x; below
+// that, level or slower (unmasked 1024 1.00-1.11x, causal 2048 0.97-0.99x,
+// 512 0.88-0.95x: the K / V and Q splits weigh more against short rows).
 constexpr int64_t kFp32TilesMinKeys = 2048;
 inline bool fp32_tiles_pay(const AttnParams& p) {
   if (p.seqlen_q == 0 || p.seqlen_k == 0) return false;
@@ -90,8 +87,7 @@ inline bool fp32_tiles_pay(const AttnParams& p) {
     const KeyRange r = mask.keys(i);
     visible += r.empty() ? 0 : r.end - r.begin;
   }
-  const bool masked = visible < p.seqlen_q * p.seqlen_k;
-  return visible >= (masked ? 2 : 1) * kFp32TilesMinKeys * p.seqlen_q;
+  return visible >= kFp32TilesMinKeys * p.seqlen_q;
 }
 
 // Split fp32 K and V of one (batch, kv head), split once per call
