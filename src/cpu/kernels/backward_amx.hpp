@@ -48,7 +48,7 @@ struct BwdLayoutAmx {
 inline BwdLayoutAmx bwd_layout_amx(const BwdParams& p, int nthreads) {
   BwdLayoutAmx L;
   const int64_t d = p.head_dim, g = p.group();
-  L.pieces = FA_FP32_SPLIT && p.dtype == DType::F32 ? 3 : 1;
+  L.pieces = tile_pieces(p.dtype);
   const int64_t P = L.pieces;
   L.dp = round_up(d, 16);
   L.dq32 = round_up(d, 32);

@@ -75,10 +75,6 @@ inline int dot_cols(int64_t d, int64_t nq, int64_t ncol) {
   return nq <= 1 ? 1 : nq <= 2 ? 2 : nq <= 4 ? 4 : kDotCols;
 }
 
-// bf16 pieces per operand element on the AMX tile path: 3 for split fp32,
-// else 1 (the layout's operand buffers grow with it).
-inline int tile_pieces(DType dt) { return FA_FP32_SPLIT && dt == DType::F32 ? 3 : 1; }
-
 inline FwdLayout fwd_layout(int64_t d, int pieces = 1) {
   FwdLayout L;
   L.dpad = round_up(d, VW);

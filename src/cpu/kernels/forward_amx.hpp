@@ -124,6 +124,23 @@ inline PresplitSize presplit_size(int64_t d, int64_t seqlen_k) {
   return z;
 }
 
+// V rows c0 .. c0 + nk - 1 as three bf16 pieces each (split_row, staged in
+// `stage`, rows ld_stage apart), each piece's plane transposed to V^T at vt +
+// piece * plane (keys as columns, rows ldv apart), as the P V GEMM reads
+// them. Returns whether V held an inf or NaN there.
+template <class VRows>
+inline bool split_v_transposed(const VRows& V, int64_t c0, int64_t nk, int64_t d, uint16_t* stage,
+                               int64_t ld_stage, uint16_t* vt, int64_t plane, int64_t ldv) {
+  const int64_t dq32 = round_up(d, 32), dp = round_up(d, VW);
+  for (int64_t j = 0; j < nk; ++j) split_row(V.row(c0 + j), d, dq32, stage + j * ld_stage, dq32);
+  bool bad = false;
+  for (int q = 0; q < 3; ++q) {
+    bad |= transpose_bf16([&](int64_t j) { return stage + j * ld_stage + q * dq32; }, nk, d, dp,
+                          round_up(nk, 32), vt + q * plane, ldv);
+  }
+  return bad;
+}
+
 // Splits every (batch, kv head)'s K and V into buf (per_head bf16 each), in
 // parallel over FBC-key tiles; stage(t) is thread t's scratch of FBC rows of
 // three pieces (its FwdLayout's kb16).
@@ -144,14 +161,8 @@ void presplit_kv(const FwdParams& p, uint16_t* buf, int nthreads, Stage stage) {
       if (j < p.seqlen_k) split_row(K.row(j), d, dq32, head + j * 3 * dq32, dq32);
       else std::memset(head + j * 3 * dq32, 0, size_t(3 * dq32) * 2);
     }
-    uint16_t* st = stage(omp_get_thread_num());
-    for (int64_t j = 0; j < nk; ++j) split_row(V.row(c0 + j), d, dq32, st + j * 3 * dq32, dq32);
-    bool bad = false;
-    for (int q = 0; q < 3; ++q) {
-      bad |= transpose_bf16([&](int64_t j) { return st + j * 3 * dq32 + q * dq32; }, nk, d, dp,
-                            round_up(nk, 32), head + z.k + q * dp * z.ldv + c0, z.ldv);
-    }
-    reinterpret_cast<uint8_t*>(head + z.k + z.vt)[c0 / FBC] = bad;
+    reinterpret_cast<uint8_t*>(head + z.k + z.vt)[c0 / FBC] = split_v_transposed(
+        V, c0, nk, d, stage(omp_get_thread_num()), 3 * dq32, head + z.k + c0, dp * z.ldv, z.ldv);
   }
 }
 
@@ -236,11 +247,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
     } else if constexpr (kSplit) {
       // V's pieces staged in kb first (rows of three pieces), transposed a
       // plane at a time; then K's pieces take kb.
-      for (int64_t j = 0; j < nk; ++j) split_row(V.row(c0 + j), d, dq32, kb + j * kld, dq32);
-      for (int p = 0; p < 3; ++p) {
-        vbad |= transpose_bf16([&](int64_t j) { return kb + j * kld + p * dq32; }, nk, d, dp, nk32,
-                               vt + p * vt_plane, FBC);
-      }
+      vbad = split_v_transposed(V, c0, nk, d, kb, kld, vt, vt_plane, FBC);
       for (int64_t j = 0; j < nk16; ++j) {
         uint16_t* dst = kb + j * kld;
         if (j < nk) split_row(K.row(c0 + j), d, dq32, dst, dq32);

@@ -37,6 +37,10 @@
 
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
+// bf16 pieces per operand element on the AMX tile path: 3 for split fp32
+// (FA_FP32_SPLIT), else 1 (the layouts' operand buffers grow with it).
+inline int tile_pieces(DType dt) { return FA_FP32_SPLIT && dt == DType::F32 ? 3 : 1; }
+
 constexpr int64_t BR = FA_BR;  // query rows per tile (backward)
 constexpr int64_t BC = FA_BC;  // key rows per tile (backward)
 // Forward: tall query tiles cut how often each K/V tile is fetched and
