@@ -3,15 +3,16 @@
 // tensor-core work; §3.2's pingpong schedule between the two consumer
 // warpgroups for short key sequences (sm90_forward.cu picks it).
 //
-// Roles (1 + kConsumerWGs warpgroups, one CTA per SM, walking work tiles
+// Roles (1 + kConsumerWGs warpgroups, one CTA per SM (two for the 64-row tile), walking work tiles
 // (tile_scheduler.cuh)):
 //   warpgroup 0  producer: setmaxnreg down to 24 (32 with 3 consumers), one
 //                thread issues TMA loads of Q (once per work tile) and K/V
 //                tiles into a kStages-deep ring that runs on across tiles;
 //                small pages of a paged cache are gathered by its other
 //                three warps instead (paged_gather.cuh).
-//   warpgroups 1..kConsumerWGs  consumers (2; 3 for head_dim 64): setmaxnreg
-//                up to 240 (160 with 3); each owns 64 query rows:
+//   warpgroups 1..kConsumerWGs  consumers (2 or 3; 1 in the 64-row tile,
+//                two CTAs per SM): setmaxnreg up to 240 (160 with 3, 232
+//                with 1); each owns 64 query rows:
 //                S = Q K^T (wgmma, both operands in shared memory), mask,
 //                online softmax, O += P V (wgmma, P from registers), epilogue.
 #pragma once
@@ -323,7 +324,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
 // kMod: the softcap / ALiBi instantiations (score_mod.cuh's bits; 16-bit
 // inputs; launch.cuh picks them).
 template <class T, bool kVarlen, int kMod = 0>
-__global__ void __launch_bounds__(T::kThreads, 1) fwd_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(T::kThreads, T::kCtasPerSm) fwd_kernel(const __grid_constant__ KernelArgs a) {
   using Sched = PersistentTileScheduler;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const SmemMap<T> sm{(smem_u32(smem_raw) + 1023u) & ~1023u};

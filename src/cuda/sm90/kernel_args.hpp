@@ -78,6 +78,19 @@ constexpr int kFp8VtBoxRows = 128;
 constexpr int kShortMaskedBlockM = 128;
 constexpr int64_t kShortMaskedMaxSeqlenQ = 1024;
 
+// The single-warpgroup tile (16-bit head dims 64 and 128, padded batches):
+// 64 query rows, one consumer warpgroup, two CTAs per SM, so that one CTA's
+// tile set-up, last key tiles and epilogue run beside the other CTA's main
+// loop (the two consumer warpgroups of a 128-row tile start and end their
+// tile together). Half the shared memory per CTA: head dim 128 then takes
+// 64-key tiles (two stages of 64 x 128 K and V beside Q and O).
+constexpr int kSingleWGBlockM = 64;
+constexpr int fwd_ctas_per_sm(int block_m) { return block_m == kSingleWGBlockM ? 2 : 1; }
+// Keys per K/V tile of a 16-bit forward tile (fp8: kFp8BlockN).
+constexpr int fwd_block_n(int head_dim, int block_m) {
+  return block_m == kSingleWGBlockM && head_dim > 64 ? 64 : block_n_for(head_dim);
+}
+
 struct KernelArgs {
   CUtensorMap tm_q;  // box {64, block_m}
   CUtensorMap tm_k;  // box {64, kBlockN}
@@ -150,7 +163,7 @@ struct KernelArgs {
   int num_splits;
   float* o_accum;
   float* lse_accum;
-  int grid_ctas;  // persistent CTAs: min(num_tiles, #SMs)
+  int grid_ctas;  // persistent CTAs: min(num_tiles, #SMs x fwd_ctas_per_sm)
   // Dynamic schedule (tile_scheduler.cuh), for masked problems: the count of
   // tiles claimed past the first gridDim.x, zeroed in stream order before the
   // launch (sm90_forward.cu). nullptr: static round robin.

@@ -82,7 +82,7 @@ struct FwdTraits {
   static constexpr int kAtoms = kHeadDim / kAtomElems;
   static constexpr int kOAtoms = kHeadDim / 64;  // O is always 16-bit
   static constexpr int kBlockM = kBlockM_;
-  static constexpr int kBlockN = kFp8 ? kFp8BlockN : block_n_for(kHeadDim);
+  static constexpr int kBlockN = kFp8 ? kFp8BlockN : fwd_block_n(kHeadDim, kBlockM);
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "S tile width must be a wgmma N");
   static constexpr int kMmaK = ElementTraits<Element>::kMmaK;
   static constexpr int kQKSteps = kHeadDim / kMmaK;  // wgmmas per S = Q K^T
@@ -90,15 +90,22 @@ struct FwdTraits {
   static_assert(kBlockN % kMmaK == 0, "");
 
   // One producer warpgroup (TMA) + kBlockM/64 consumer warpgroups (wgmma +
-  // softmax), each consumer owning 64 of the kBlockM query rows.
+  // softmax), each consumer owning 64 of the kBlockM query rows. One
+  // consumer (kSingleWGBlockM): two CTAs share an SM (kernel_args.hpp).
   static constexpr int kConsumerWGs = kBlockM / 64;
-  static_assert(kConsumerWGs * 64 == kBlockM && (kConsumerWGs == 2 || kConsumerWGs == 3), "");
+  static_assert(kConsumerWGs * 64 == kBlockM && kConsumerWGs >= 1 && kConsumerWGs <= 3, "");
+  static_assert(kConsumerWGs > 1 || (!kFp8 && kHeadDim <= 128), "the single-warpgroup tile: 16-bit, head dim <= 128");
+  static constexpr int kCtasPerSm = fwd_ctas_per_sm(kBlockM);
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
   // setmaxnreg budgets (FA3's): 2 consumers: 24*128 + 240*256 = 64512;
-  // 3 consumers: 32*128 + 160*384 = 65536 (of 65536 registers).
-  static constexpr uint32_t kProducerRegs = kConsumerWGs == 2 ? 24 : 32;
-  static constexpr uint32_t kConsumerRegs = kConsumerWGs == 2 ? 240 : 160;
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= 65536, "");
+  // 3 consumers: 32*128 + 160*384 = 65536 (of 65536 registers); 1 consumer,
+  // two CTAs per SM: 24*128 + 232*128 = 32768 each (launched at 128 a thread).
+  static constexpr uint32_t kProducerRegs = kConsumerWGs == 3 ? 32 : 24;
+  static constexpr uint32_t kConsumerRegs = kConsumerWGs == 1 ? 232 : kConsumerWGs == 2 ? 240 : 160;
+  static_assert((kProducerRegs + kConsumerRegs * kConsumerWGs) * 128 * kCtasPerSm <= 65536, "");
+  // Shared memory a CTA may take: 227 KB, or half the SM's 228 KB less the
+  // 1 KB the hardware reserves per CTA when two share it.
+  static constexpr int kSmemBudget = kCtasPerSm == 1 ? 227 * 1024 : (228 * 1024) / kCtasPerSm - 1024;
 
   static constexpr int kQBytes = kBlockM * kHeadDim * kElemBytes;
   static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // one K or V stage
@@ -116,7 +123,7 @@ struct FwdTraits {
   static constexpr int kStagesWanted = kFp8 ? FLASHATTN_SM90_FP8_STAGES : FLASHATTN_SM90_STAGES;
   // fp8 keeps a buffer of its own for O (bf16 O is larger than Q there).
   static constexpr int kStagesFit =
-      (227 * 1024 - 2048 - kQBytes - (kFp8 ? kOBytes : 0)) / (2 * kKVBytes);
+      (kSmemBudget - 2048 - kQBytes - (kFp8 ? kOBytes : 0)) / (2 * kKVBytes);
   static constexpr int kStages = kStagesWanted < kStagesFit ? kStagesWanted : kStagesFit;
   static_assert(kStages >= 2, "");
 
@@ -130,7 +137,7 @@ struct FwdTraits {
   // +2-5% unmasked from 4k keys, level or lower elsewhere; fp8 head dim 128
   // 4-8% slower at 8k-16k, bf16 128 level (causal -3%). The head-dim-64
   // kernel with turns (unmasked, >= 4k keys): 2-3% faster than without.
-  static constexpr bool kPingpong = kConsumerWGs == 2 || kTurns3_;
+  static constexpr bool kPingpong = kConsumerWGs == 2 || (kConsumerWGs == 3 && kTurns3_);
   // FA3's intra-warpgroup overlap (kernel.cuh) keeps S, O and P live at once:
   // 144 accumulator registers for fp8 at head dim 128, more than three
   // consumer warpgroups' 160 per thread leave room for (ptxas spilled 144
@@ -155,7 +162,7 @@ struct FwdTraits {
   // Otherwise (head_dim 192, 256) O is staged in Q's buffer, which is released
   // once the TMA store has read it.
   static constexpr bool kSeparateO =
-      kQBytes + 2 * kStages * kKVBytes + kOBytes + 2048 <= 227 * 1024;
+      kQBytes + 2 * kStages * kKVBytes + kOBytes + 2048 <= kSmemBudget;
   // Where no O buffer fits, the epilogue can instead store straight from
   // registers to global memory (4-byte stores), which frees Q's buffer right
   // after the last Q K^T as well.
@@ -179,7 +186,7 @@ struct FwdTraits {
   static constexpr int kNumBars = 2 + 4 * kStages + 4;
   static constexpr int kTileSlotOff = kBarOff + 8 * kNumBars;
   static constexpr int kSmemBytes = kTileSlotOff + 8 + 1024;  // + alignment slack
-  static_assert(kSmemBytes <= 227 * 1024, "exceeds the sm90 per-block shared memory");
+  static_assert(kSmemBytes <= kSmemBudget, "exceeds the sm90 per-block shared memory");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0 && (kBlockN * 128) % 1024 == 0,
                 "every atom column must stay 1024-byte aligned");
 

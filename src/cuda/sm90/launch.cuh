@@ -29,7 +29,15 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   // choose_block_m gives them: two consumer warpgroups (head dims 64 and 128
   // on 128 rows, 192, 256), and ALiBi alone also on head dim 64's 192 rows.
   auto* kernel = &fwd_kernel<T, false>;
-  if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
+  if constexpr (T::kConsumerWGs == 1) {
+    // The single-warpgroup tile is built for plain padded calls only
+    // (sm90_forward.cu choose_block_m gives it no others).
+    if (args.cu_seqlens_q != nullptr || args.seqused_k != nullptr || args.num_splits > 1 || args.pack_heads > 1 ||
+        score_mod_bits(args.softcap > 0.f, args.alibi != nullptr) != 0) {
+      return Status::Error(ErrorCode::Internal,
+                           "sm90 forward: the 64-row tile takes padded calls without softcap or ALiBi");
+    }
+  } else if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
     // The per-sequence kernels take varlen batches, KV caches, split-KV and
     // GQA packing (kernel_args.hpp), so that the padded kernel keeps none of their
     // per-tile code: with it the padded kernel grew by 10% (its main loop

@@ -71,11 +71,11 @@ int env_switch(const char* name) {
   return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0' ? e[0] - '0' : -1;
 }
 
-// FLASHATTN_<name>=128 or 192 (read once per process), else 0.
+// FLASHATTN_<name>=64, 128 or 192 (read once per process), else 0.
 int forced_block_m(const char* name) {
   const char* e = std::getenv(name);
   const int v = e != nullptr ? std::atoi(e) : 0;
-  return v == 128 || v == 192 ? v : 0;
+  return v == kSingleWGBlockM || v == 128 || v == 192 ? v : 0;
 }
 
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
@@ -89,25 +89,33 @@ int forced_block_m(const char* name) {
 // short query: a 192-row tile would run a third warpgroup on empty rows;
 // bench/NOTES.md, "KV cache on the Hopper forward"), and at head dim 128
 // lengths the 128-row tile pads much less (256, 640 rows).
-// FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 128
-// or 192 force one for A/B timing (bench/sm90/NOTES.md).
+// The single-warpgroup tile (kSingleWGBlockM, kernel_args.hpp) where
+// `single_wg_ok` (16-bit, padded, no score modification, no split-KV) and
+// tile_rules.hpp single_wg_tiles_pay say so.
+// FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 64, 128
+// or 192 force one for A/B timing (bench/sm90/NOTES.md; 64 only where
+// `single_wg_ok`).
 // `tiles_per_row`: the (batch, head) pairs a query tile is repeated over;
 // `sms`: the device's multiprocessors (the head-dim-128 choice counts waves);
 // `uniform`: tiles of equal cost taken round robin (tile_rules.hpp).
-int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
-                   bool alibi, int64_t tiles_per_row, int sms, bool uniform) {
+int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, int64_t seqlen_k,
+                   bool softcap, bool alibi, int64_t tiles_per_row, int sms, bool uniform, bool single_wg_ok) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
   if ((softcap && d <= 128) || (alibi && d == 128)) return 128;
+  if (d != 64 && d != 128) return block_m_for(d);
+  static const int forced64 = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
+  static const int forced128 = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
+  const int forced = d == 64 ? forced64 : forced128;
+  if (single_wg_ok && (forced == kSingleWGBlockM ||
+                       (forced == 0 && single_wg_tiles_pay(d, right_bounded, seqlen_q, seqlen_k)))) {
+    return kSingleWGBlockM;
+  }
+  if (forced == 128 || forced == 192) return forced;
   if (d == 128) {
-    static const int forced = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
-    if (forced != 0) return forced;
     if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
     return hd128_narrow_tiles_pay(seqlen_q, tiles_per_row, sms, uniform) ? kNarrowBlockMHd128 : block_m_for(d);
   }
-  if (d != 64) return block_m_for(d);
-  static const int forced = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
-  if (forced != 0) return forced;
   return (right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ) || seqlen_q <= kShortMaskedBlockM ? kShortMaskedBlockM
                                                                                               : block_m_for(d);
 }
@@ -186,13 +194,23 @@ TileShape tile_shape(const FwdParams& p) {
   TileShape t{};
   t.tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
-  t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
-                             p.alibi_slopes != nullptr, p.heads_q * p.batch, sm_count(p.device_index),
-                             !masked(p) && !p.per_sequence());
+  const int sms = sm_count(p.device_index);
+  // The single-warpgroup tile runs plain padded calls that would neither
+  // pack GQA groups on 128 rows nor split the keys (launch.cuh builds no
+  // per-sequence kernel for it).
+  const bool single_wg_ok = p.dtype != DType::F8E4M3 && !p.per_sequence() && p.softcap == 0.0f &&
+                            p.alibi_slopes == nullptr && p.num_splits <= 1 && pack_heads_for(p, 128) == 1 &&
+                            split_count((sq + kSingleWGBlockM - 1) / kSingleWGBlockM * p.heads_q * p.batch,
+                                        (sk + fwd_block_n(t.tile_d, kSingleWGBlockM) - 1) /
+                                            fwd_block_n(t.tile_d, kSingleWGBlockM),
+                                        sms, p.num_splits) == 1;
+  t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, sk,
+                             p.softcap > 0.0f, p.alibi_slopes != nullptr, p.heads_q * p.batch, sms,
+                             !masked(p) && !p.per_sequence(), single_wg_ok);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).
-  t.block_n = p.dtype == DType::F8E4M3 ? kFp8BlockN : block_n_for(t.tile_d);
+  t.block_n = p.dtype == DType::F8E4M3 ? kFp8BlockN : fwd_block_n(t.tile_d, t.block_m);
   t.pack_heads = pack_heads_for(p, t.block_m);
   const int64_t rows = t.block_m / t.pack_heads;  // query positions per tile
   t.num_m = (sq + rows - 1) / rows;
@@ -360,7 +378,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (num_tiles * args->num_splits > INT32_MAX) return unsupported("more than 2^31 work tiles (num_splits)");
   args->num_tiles = static_cast<int>(num_tiles * args->num_splits);
   args->o_accum = args->lse_accum = nullptr;  // run_forward places them in the workspace
-  // One persistent CTA per SM at most; masked problems claim their tiles
+  // One persistent CTA per SM at most (two of the 64-row tile); masked problems claim their tiles
   // from args->tile_counter (set by run_forward), the others take them round
   // robin (tile_scheduler.cuh says why).
   // Pingpong pays (a little: +3% causal hdim 128 at seqlen 512-1024) where
@@ -384,7 +402,9 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
     static const int turns3_env = env_switch("FLASHATTN_SM90_PINGPONG3");
     args->pingpong = tile_d == 64 && (turns3_env >= 0 ? turns3_env == 1 : hd64_turns_pay(masked(p), p.per_sequence(), sk));
   }
-  args->grid_ctas = masked(p) && grid_schedule_forced() ? args->num_tiles : std::min(args->num_tiles, sms);
+  args->grid_ctas = masked(p) && grid_schedule_forced()
+                       ? args->num_tiles
+                       : static_cast<int>(std::min<int64_t>(args->num_tiles, int64_t{sms} * fwd_ctas_per_sm(block_m)));
   args->tile_counter = nullptr;
   args->scale = p.scale;
   args->scale_log2 = static_cast<float>(static_cast<double>(p.scale) * 1.4426950408889634);
@@ -487,12 +507,20 @@ namespace {
 Status launch_16bit(const KernelArgs& args, int tile_d, bool bf16, cudaStream_t stream) {
   switch (tile_d) {
     case 64:
+      if (args.block_m == kSingleWGBlockM) {
+        return bf16 ? launch_fwd<__nv_bfloat16, 64, kSingleWGBlockM>(args, stream)
+                    : launch_fwd<__half, 64, kSingleWGBlockM>(args, stream);
+      }
       if (args.block_m == kShortMaskedBlockM) {
         return bf16 ? launch_fwd<__nv_bfloat16, 64, kShortMaskedBlockM>(args, stream)
                     : launch_fwd<__half, 64, kShortMaskedBlockM>(args, stream);
       }
       return bf16 ? launch_fwd<__nv_bfloat16, 64>(args, stream) : launch_fwd<__half, 64>(args, stream);
     case 128:
+      if (args.block_m == kSingleWGBlockM) {
+        return bf16 ? launch_fwd<__nv_bfloat16, 128, kSingleWGBlockM>(args, stream)
+                    : launch_fwd<__half, 128, kSingleWGBlockM>(args, stream);
+      }
       if (args.block_m == kNarrowBlockMHd128) {
         return bf16 ? launch_fwd<__nv_bfloat16, 128, kNarrowBlockMHd128>(args, stream)
                     : launch_fwd<__half, 128, kNarrowBlockMHd128>(args, stream);

@@ -10,7 +10,7 @@ BWD_HEAD_DIMS = [64, 128, 192, 256]  # bwd_traits.cuh: the backward is built for
 BWD_TALL_HEAD_DIMS = [128]  # bwd_kernel_args.hpp: bwd_tall_steps_built, padded batches only
 
 # (head dim, query rows per tile) of the forward; "" = block_m_for's default.
-FWD_TILES = [(64, ""), (64, "128"), (128, ""), (128, "128"), (192, ""), (256, "")]
+FWD_TILES = [(64, ""), (64, "128"), (64, "64"), (128, ""), (128, "128"), (128, "64"), (192, ""), (256, "")]
 # The fp8 (e4m3) forward: head dims that are whole 128-byte atoms of fp8.
 FP8_FWD_TILES = [(128, "kFp8BlockMHd128"), (256, "")]
 
