@@ -33,7 +33,6 @@ using flashattn::detail::cuda::sm90::gqa_pack_heads;
 using flashattn::detail::cuda::sm90::hd128_narrow_tiles_pay;
 using flashattn::detail::cuda::sm90::hd64_turns_pay;
 using flashattn::detail::cuda::sm90::paged_gather_pays;
-using flashattn::detail::cuda::sm90::single_wg_tiles_pay;
 
 struct Mask {
   int offset, left, right;
@@ -186,21 +185,6 @@ TEST(Sm90TileRules, Hd64Turns) {
   EXPECT_FALSE(hd64_turns_pay(false, false, 2048));
   EXPECT_FALSE(hd64_turns_pay(true, false, 16384));   // causal / window
   EXPECT_FALSE(hd64_turns_pay(false, true, 16384));   // varlen, KV cache: no such kernel
-}
-
-// The single-warpgroup forward tile: causal / right-bounded calls of at most
-// 1024 query and key rows at head dims 64 and 128 (8-11% faster in kernel
-// time there on the H100; slower from 2k and unmasked), nowhere else.
-TEST(Sm90TileRules, SingleWGTiles) {
-  for (int d : {64, 128})
-    for (int64_t n : {1, 100, 512, 1000, 1024}) EXPECT_TRUE(single_wg_tiles_pay(d, true, n, n)) << d << " " << n;
-  EXPECT_TRUE(single_wg_tiles_pay(128, true, 256, 1024));
-  EXPECT_FALSE(single_wg_tiles_pay(64, true, 1025, 1025));
-  EXPECT_FALSE(single_wg_tiles_pay(128, true, 2048, 2048));
-  EXPECT_FALSE(single_wg_tiles_pay(128, true, 512, 16384));  // a short query, a long cache: many keys per row
-  EXPECT_FALSE(single_wg_tiles_pay(64, false, 512, 512));    // unmasked: level at 512, slower from 1k
-  EXPECT_FALSE(single_wg_tiles_pay(192, true, 512, 512));    // no such tile
-  EXPECT_FALSE(single_wg_tiles_pay(256, true, 512, 512));
 }
 
 // Backward, head dim 128, unmasked: 80-row steps unless they pad more than

@@ -3,8 +3,8 @@
 // tensor-core work; §3.2's pingpong schedule between the two consumer
 // warpgroups for short key sequences (sm90_forward.cu picks it).
 //
-// Roles (1 + kConsumerWGs warpgroups, one CTA per SM (two for the 64-row tile), walking work tiles
-// (tile_scheduler.cuh)):
+// Roles (1 + kConsumerWGs warpgroups, one CTA per SM (two for the 64-row
+// tile), walking work tiles (tile_scheduler.cuh)):
 //   warpgroup 0  producer: setmaxnreg down to 24 (32 with 3 consumers), one
 //                thread issues TMA loads of Q (once per work tile) and K/V
 //                tiles into a kStages-deep ring that runs on across tiles;

@@ -83,7 +83,10 @@ constexpr int64_t kShortMaskedMaxSeqlenQ = 1024;
 // tile set-up, last key tiles and epilogue run beside the other CTA's main
 // loop (the two consumer warpgroups of a 128-row tile start and end their
 // tile together). Half the shared memory per CTA: head dim 128 then takes
-// 64-key tiles (two stages of 64 x 128 K and V beside Q and O).
+// 64-key tiles (two stages of 64 x 128 K and V beside Q and O). An A/B
+// option only (FLASHATTN_SM90_HD{64,128}_BLOCKM=64, sm90_forward.cu): slower
+// from 2k tokens and unmasked, and at short causal calls two H100 runs
+// disagreed (bench/sm90/NOTES.md, "The single-warpgroup tile").
 constexpr int kSingleWGBlockM = 64;
 constexpr int fwd_ctas_per_sm(int block_m) { return block_m == kSingleWGBlockM ? 2 : 1; }
 // Keys per K/V tile of a 16-bit forward tile (fp8: kFp8BlockN).

@@ -89,17 +89,17 @@ int forced_block_m(const char* name) {
 // short query: a 192-row tile would run a third warpgroup on empty rows;
 // bench/NOTES.md, "KV cache on the Hopper forward"), and at head dim 128
 // lengths the 128-row tile pads much less (256, 640 rows).
-// The single-warpgroup tile (kSingleWGBlockM, kernel_args.hpp) where
-// `single_wg_ok` (16-bit, padded, no score modification, no split-KV) and
-// tile_rules.hpp single_wg_tiles_pay say so.
 // FLASHATTN_SM90_HD64_BLOCKM and FLASHATTN_SM90_HD128_BLOCKM (16-bit) = 64, 128
-// or 192 force one for A/B timing (bench/sm90/NOTES.md; 64 only where
-// `single_wg_ok`).
+// or 192 force one for A/B timing (bench/sm90/NOTES.md). 64 is the
+// single-warpgroup tile (kSingleWGBlockM, kernel_args.hpp), taken only where
+// `single_wg_ok` (16-bit padded calls without score modifiers, GQA packing
+// or split-KV) and never by default: its gain at short causal calls was not
+// shown beyond the noise (bench/sm90/NOTES.md, "The single-warpgroup tile").
 // `tiles_per_row`: the (batch, head) pairs a query tile is repeated over;
 // `sms`: the device's multiprocessors (the head-dim-128 choice counts waves);
 // `uniform`: tiles of equal cost taken round robin (tile_rules.hpp).
-int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, int64_t seqlen_k,
-                   bool softcap, bool alibi, int64_t tiles_per_row, int sms, bool uniform, bool single_wg_ok) {
+int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
+                   bool alibi, int64_t tiles_per_row, int sms, bool uniform, bool single_wg_ok) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
   if ((softcap && d <= 128) || (alibi && d == 128)) return 128;
@@ -107,10 +107,7 @@ int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t se
   static const int forced64 = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
   static const int forced128 = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
   const int forced = d == 64 ? forced64 : forced128;
-  if (single_wg_ok && (forced == kSingleWGBlockM ||
-                       (forced == 0 && single_wg_tiles_pay(d, right_bounded, seqlen_q, seqlen_k)))) {
-    return kSingleWGBlockM;
-  }
+  if (single_wg_ok && forced == kSingleWGBlockM) return kSingleWGBlockM;
   if (forced == 128 || forced == 192) return forced;
   if (d == 128) {
     if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
@@ -204,9 +201,9 @@ TileShape tile_shape(const FwdParams& p) {
                                         (sk + fwd_block_n(t.tile_d, kSingleWGBlockM) - 1) /
                                             fwd_block_n(t.tile_d, kSingleWGBlockM),
                                         sms, p.num_splits) == 1;
-  t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, sk,
-                             p.softcap > 0.0f, p.alibi_slopes != nullptr, p.heads_q * p.batch, sms,
-                             !masked(p) && !p.per_sequence(), single_wg_ok);
+  t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
+                             p.alibi_slopes != nullptr, p.heads_q * p.batch, sms, !masked(p) && !p.per_sequence(),
+                             single_wg_ok);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for
   // kBlockN rows (fp8 has its own tile: a 16-bit head-dim-256 box of 80 rows
   // hung the first fp8 head-dim-256 kernel).

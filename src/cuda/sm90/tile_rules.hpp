@@ -46,23 +46,6 @@ inline bool hd64_turns_pay(bool masked, bool per_sequence, int64_t seqlen_k) {
   return !masked && !per_sequence && seqlen_k >= kTurns3MinSeqlenK;
 }
 
-// Head dims 64 and 128, 16-bit, plain padded calls: whether the
-// single-warpgroup tile (kernel_args.hpp kSingleWGBlockM: 64 rows, one
-// consumer warpgroup, two CTAs per SM) replaces the two- and
-// three-warpgroup ones. Measured in kernel time (H100, two rounds,
-// bench/results/h100-fwd-single-wg-20261205/; bench/sm90/NOTES.md, "The
-// single-warpgroup tile"): causal 512-1k tokens 8-11% faster at both head
-// dims, where a 128-row tile holds 1-8 key tiles and its two warpgroups
-// start and end together; from 2k, and unmasked from 1k, 7-33% slower (head
-// dim 128 runs 64-key tiles there, and each K/V tile is loaded for 64 rows
-// instead of 128 or 192). So: a right mask bound and at most 1024 query and
-// key rows (a short query against a long cache sees the long case's rows).
-constexpr int64_t kSingleWGMaxSeqlen = 1024;
-inline bool single_wg_tiles_pay(int head_dim, bool right_bounded, int64_t seqlen_q, int64_t seqlen_k) {
-  return (head_dim == 64 || head_dim == 128) && right_bounded && seqlen_q <= kSingleWGMaxSeqlen &&
-         seqlen_k <= kSingleWGMaxSeqlen;
-}
-
 // GQA packing (kernel_args.hpp pack_heads): the query heads of a group
 // share a tile when a head's rows would fill at most half of it (a chunk of
 // a chunked prefill, speculative decoding, short varlen sequences), so that

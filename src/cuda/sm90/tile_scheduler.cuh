@@ -1,5 +1,5 @@
-// Tile scheduler: persistent CTAs, one per SM at most (two for the 64-row tile), each walking a
-// sequence of work tiles so that its producer loads the next tile's Q/K/V
+// Tile scheduler: persistent CTAs, one per SM at most (two for the 64-row
+// tile), each walking a sequence of work tiles so that its producer loads the next tile's Q/K/V
 // while the consumers finish the current one, and no CTA launch or pipeline
 // set-up sits between tiles.
 //
