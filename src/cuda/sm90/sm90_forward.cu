@@ -77,6 +77,13 @@ int forced_block_m(const char* name) {
   const int v = e != nullptr ? std::atoi(e) : 0;
   return v == kSingleWGBlockM || v == 128 || v == 192 ? v : 0;
 }
+// The query rows FLASHATTN_SM90_HD64_BLOCKM / _HD128_BLOCKM force at tile head
+// dim 64 / 128 (each read once per process), else 0.
+int forced_tile_rows(int tile_d) {
+  static const int forced64 = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
+  static const int forced128 = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
+  return tile_d == 64 ? forced64 : tile_d == 128 ? forced128 : 0;
+}
 
 // Query rows per tile: block_m_for's, except for short head_dim 64 problems
 // with a right mask bound, fp8 head_dim 128 (kernel_args.hpp), and softcap,
@@ -104,10 +111,8 @@ int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t se
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
   if ((softcap && d <= 128) || (alibi && d == 128)) return 128;
   if (d != 64 && d != 128) return block_m_for(d);
-  static const int forced64 = forced_block_m("FLASHATTN_SM90_HD64_BLOCKM");
-  static const int forced128 = forced_block_m("FLASHATTN_SM90_HD128_BLOCKM");
-  const int forced = d == 64 ? forced64 : forced128;
-  if (single_wg_ok && forced == kSingleWGBlockM) return kSingleWGBlockM;
+  const int forced = forced_tile_rows(d);
+  if (single_wg_ok) return kSingleWGBlockM;  // forced to 64 where it can run (tile_shape)
   if (forced == 128 || forced == 192) return forced;
   if (d == 128) {
     if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
@@ -192,10 +197,11 @@ TileShape tile_shape(const FwdParams& p) {
   t.tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   const int sms = sm_count(p.device_index);
-  // The single-warpgroup tile runs plain padded calls that would neither
-  // pack GQA groups on 128 rows nor split the keys (launch.cuh builds no
-  // per-sequence kernel for it).
-  const bool single_wg_ok = p.dtype != DType::F8E4M3 && !p.per_sequence() && p.softcap == 0.0f &&
+  // The single-warpgroup tile, where it is forced, runs plain padded calls
+  // that would neither pack GQA groups on 128 rows nor split the keys
+  // (launch.cuh builds no per-sequence kernel for it).
+  const bool single_wg_ok = forced_tile_rows(t.tile_d) == kSingleWGBlockM && p.dtype != DType::F8E4M3 &&
+                            !p.per_sequence() && p.softcap == 0.0f &&
                             p.alibi_slopes == nullptr && p.num_splits <= 1 && pack_heads_for(p, 128) == 1 &&
                             split_count((sq + kSingleWGBlockM - 1) / kSingleWGBlockM * p.heads_q * p.batch,
                                         (sk + fwd_block_n(t.tile_d, kSingleWGBlockM) - 1) /
