@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backward_amx.hpp"
+#include "cpu/fp32_tiles_rule.hpp"
 #include "cpu/kernel_table.hpp"
 #include "forward.hpp"
 
@@ -30,24 +31,24 @@ namespace {
 // path's decode copies each tile into its pair layout, one head per task, and
 // measured 1.4-1.7x slower on a Zen 4 (avx512_bf16) and 1.3-1.7x on a Xeon
 // with AMX at 16k-64k keys (bench/NOTES.md).
-// The fp32 forward on the tiles (FA_FP32_SPLIT): FLASHATTN_CPU_FP32_AMX=0
-// never, =1 always (tests, A/B runs), unset where it measured faster
-// (forward_amx.hpp, fp32_tiles_pay). Read once per process.
-bool fp32_on_tiles(const AttnParams& p) {
+// fp32 on the tiles (FA_FP32_SPLIT): FLASHATTN_CPU_FP32_AMX=0 never, =1
+// always (tests, A/B runs), unset where it measured faster, per pass
+// (cpu/fp32_tiles_rule.hpp). Read once per process.
+bool fp32_on_tiles(const AttnParams& p, Fp32TilesPass pass) {
   static const int env = [] {
     const char* e = std::getenv("FLASHATTN_CPU_FP32_AMX");
     return e && !std::strcmp(e, "0") ? 0 : e && !std::strcmp(e, "1") ? 1 : -1;
   }();
   if (!FA_FP32_SPLIT || p.dtype != DType::F32 || env == 0) return false;
-  return env == 1 || FA_ISA_NS::fp32_tiles_pay(p);
+  return env == 1 || fp32_tiles_pay(p, pass);
 }
 // fp32 decode steps stay on the AVX-512 kernels like bf16's (one query row
 // per head: six bf16 products per score would not pay there).
 bool pairs_fwd(const FwdParams& p) {
-  if (p.dtype != DType::BF16 && !fp32_on_tiles(p)) return false;
+  if (p.dtype != DType::BF16 && !fp32_on_tiles(p, Fp32TilesPass::Forward)) return false;
   return p.heads_kv == 0 || !FA_ISA_NS::use_decode(p);  // (heads_kv 0: an empty call)
 }
-bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16 || fp32_on_tiles(p); }
+bool pairs_bwd(const BwdParams& p) { return p.dtype == DType::BF16 || fp32_on_tiles(p, Fp32TilesPass::Backward); }
 
 int64_t fwd_tasks(const FwdParams& p) {
   return pairs_fwd(p) ? FA_ISA_NS::forward_tasks(p) : FA_OTHER_KERNELS().forward_tasks(p);

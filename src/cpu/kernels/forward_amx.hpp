@@ -69,27 +69,6 @@ inline void pack_q_columns(const FwdLayout& L, float* ws, const float* const* ro
     transpose_pairs(qv + p * dq32 * FBR, 2 * FBR, StridedRows{stage + p * dq32, 3 * dq32}, n, ncol, d);
 }
 
-// Where split fp32 on the tiles pays, forward and backward
-// (FLASHATTN_CPU_FP32_AMX unset): 2048 keys or more per query row on
-// average. Measured on a 2-core Xeon with AMX against the FMA kernels
-// (bench/NOTES.md, "fp32 on AMX tiles"; bench/results/cpu-fp32-amx-split-20261205/):
-// unmasked, 2048-8192 keys, head dims 64-256: forward 1.11-1.21x, backward
-// 1.03-1.18x; causal 4096 (2048 per row on average; after the diagonal trim
-// and the kept workspace) forward 1.02-1.09x, backward 0.95-1.16x; below
-// that, level or slower (unmasked 1024 1.00-1.11x, causal 2048 0.97-0.99x,
-// 512 0.88-0.95x: the K / V and Q splits weigh more against short rows).
-constexpr int64_t kFp32TilesMinKeys = 2048;
-inline bool fp32_tiles_pay(const AttnParams& p) {
-  if (p.seqlen_q == 0 || p.seqlen_k == 0) return false;
-  const WindowMask mask(p);
-  int64_t visible = 0;
-  for (int64_t i = 0; i < p.seqlen_q; ++i) {
-    const KeyRange r = mask.keys(i);
-    visible += r.empty() ? 0 : r.end - r.begin;
-  }
-  return visible >= kFp32TilesMinKeys * p.seqlen_q;
-}
-
 // Split fp32 K and V of one (batch, kv head), split once per call
 // (presplit_kv) instead of once per query tile: a task then reads K's pieces
 // and V^T's planes in place. (Splitting every K/V tile per task measured a

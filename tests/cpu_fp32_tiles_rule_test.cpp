@@ -1,0 +1,68 @@
+// The rule that sends fp32 calls to the AMX tiles (cpu/fp32_tiles_rule.hpp):
+// plain integer code, checked on the host in every build, at the boundaries
+// the measurements set (the forward from 1024 visible keys a row on average,
+// the backward from 2048).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "cpu/fp32_tiles_rule.hpp"
+
+namespace {
+
+using flashattn::detail::AttnParams;
+using flashattn::detail::cpu::Fp32TilesPass;
+using flashattn::detail::cpu::fp32_tiles_pay;
+
+AttnParams shape(int64_t sq, int64_t sk, int64_t left = -1, int64_t right = -1) {
+  AttnParams p;
+  p.batch = 1;
+  p.heads_q = p.heads_kv = 1;
+  p.head_dim = 128;
+  p.seqlen_q = sq;
+  p.seqlen_k = sk;
+  p.window_left = left;
+  p.window_right = right;
+  return p;
+}
+
+bool fwd(const AttnParams& p) { return fp32_tiles_pay(p, Fp32TilesPass::Forward); }
+bool bwd(const AttnParams& p) { return fp32_tiles_pay(p, Fp32TilesPass::Backward); }
+
+TEST(Fp32TilesRule, Unmasked) {
+  EXPECT_FALSE(fwd(shape(512, 512)));
+  EXPECT_FALSE(fwd(shape(1024, 1023)));
+  EXPECT_TRUE(fwd(shape(1024, 1024)));
+  EXPECT_FALSE(bwd(shape(1024, 1024)));
+  EXPECT_FALSE(bwd(shape(2048, 2047)));
+  EXPECT_TRUE(bwd(shape(2048, 2048)));
+  EXPECT_TRUE(fwd(shape(8192, 8192)));
+  EXPECT_TRUE(bwd(shape(8192, 8192)));
+  EXPECT_TRUE(fwd(shape(1, 1024)));  // (decode steps take their own path before the rule)
+}
+
+TEST(Fp32TilesRule, CausalCountsTheVisibleKeys) {
+  // Causal 2048: (2048 + 1) / 2 keys a row on average.
+  EXPECT_TRUE(fwd(shape(2048, 2048, -1, 0)));
+  EXPECT_FALSE(bwd(shape(2048, 2048, -1, 0)));
+  EXPECT_FALSE(fwd(shape(2046, 2046, -1, 0)));  // 1023.5 on average
+  EXPECT_TRUE(fwd(shape(2047, 2047, -1, 0)));   // exactly 1024
+  EXPECT_TRUE(bwd(shape(4096, 4096, -1, 0)));
+  EXPECT_FALSE(fwd(shape(1024, 1024, -1, 0)));
+  // Bottom-right aligned: 1024 queries on the last rows of 8192 keys see 7169-8192.
+  EXPECT_TRUE(bwd(shape(1024, 8192, -1, 0)));
+}
+
+TEST(Fp32TilesRule, WindowBoundsTheCost) {
+  EXPECT_FALSE(fwd(shape(8192, 8192, 511, 0)));   // at most 512 keys a row
+  EXPECT_TRUE(fwd(shape(8192, 8192, 1100, 0)));   // ~1100 a row
+  EXPECT_FALSE(bwd(shape(8192, 8192, 1100, 0)));
+}
+
+TEST(Fp32TilesRule, EmptyNever) {
+  EXPECT_FALSE(fwd(shape(0, 4096)));
+  EXPECT_FALSE(fwd(shape(4096, 0)));
+  EXPECT_FALSE(bwd(shape(0, 0)));
+}
+
+}  // namespace
