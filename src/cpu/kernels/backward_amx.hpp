@@ -114,13 +114,13 @@ void bwd_load_kv_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, uint16
   const auto V = rows_of<const T>(p.v, p.v_str, b, hk);
   if constexpr (std::is_same_v<T, float>) {
     // K's pieces first (all three packed from the stage), then V's.
-    for (int64_t x = 0; x < nk; ++x) split_row(K.row(c0 + x), d, L.dq32, stage + x * L.qld, L.dq32);
+    split_rows([&](int64_t x) { return K.row(c0 + x); }, nk, d, L.dq32, stage, L.qld);
     for (int64_t q = 0; q < 3; ++q) {
       const StridedRows kr{stage + q * L.dq32, L.qld};
       transpose_pairs(u16(G + L.ktv) + q * L.ktv_plane + j * L.dq32 * BC, 2 * BC, kr, nk, BC, d);
       interleave_pairs(u16(G + L.kvn) + q * L.kvn_plane + j * BC * L.dp, 2 * L.dp, kr, nk, d, L.dp, BC / 2);
     }
-    for (int64_t x = 0; x < nk; ++x) split_row(V.row(c0 + x), d, L.dq32, stage + x * L.qld, L.dq32);
+    split_rows([&](int64_t x) { return V.row(c0 + x); }, nk, d, L.dq32, stage, L.qld);
     for (int64_t q = 0; q < 3; ++q) {
       const StridedRows vr{stage + q * L.dq32, L.qld};
       transpose_pairs(u16(G + L.vtv) + q * L.ktv_plane + j * L.dq32 * BC, 2 * BC, vr, nk, BC, d);

@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -167,6 +168,26 @@ inline void split_row(const float* x, int64_t n, int64_t npad, uint16_t* dst, in
     store(0, s.hi);
     store(1, s.mid);
     store(2, s.lo);
+  }
+}
+
+// Rows 0 .. n - 1 of row(x) (fp32, d elements each) as their three
+// pieces (split_row): row x's at dst + x * ld, each piece dq32 wide. Each
+// row's lines are prefetched kSplitAhead rows before it is split: K, V and Q
+// rows lie a head stride apart ([batch, seq, heads, d]), and the hardware
+// prefetchers left these passes waiting on their loads (perf of the fp32
+// forward's pre-split: 70% of its samples on the instruction after a load).
+constexpr int64_t kSplitAhead = 8;
+template <class RowFn>
+inline void split_rows(RowFn row, int64_t n, int64_t d, int64_t dq32, uint16_t* dst, int64_t ld) {
+  auto prefetch = [&](int64_t x) {
+    const char* p = reinterpret_cast<const char*>(row(x));
+    for (int64_t o = 0; o < d * int64_t(sizeof(float)); o += 64) __builtin_prefetch(p + o, 0, 3);
+  };
+  for (int64_t x = 0; x < std::min(n, kSplitAhead); ++x) prefetch(x);
+  for (int64_t x = 0; x < n; ++x) {
+    if (x + kSplitAhead < n) prefetch(x + kSplitAhead);
+    split_row(row(x), d, dq32, dst + x * ld, dq32);
   }
 }
 

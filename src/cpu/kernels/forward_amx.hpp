@@ -63,7 +63,7 @@ inline void pack_q_columns(const FwdLayout& L, float* ws, const float* const* ro
   static_assert(FBR <= FBC, "the Q pieces are staged in the K tile's buffer");
   const int64_t dq32 = round_up(d, 32);
   uint16_t* stage = reinterpret_cast<uint16_t*>(ws + L.kb16);
-  for (int64_t c = 0; c < n; ++c) split_row(rows[c], d, dq32, stage + c * 3 * dq32, dq32);
+  split_rows([&](int64_t c) { return rows[c]; }, n, d, dq32, stage, 3 * dq32);
   uint16_t* qv = reinterpret_cast<uint16_t*>(ws + L.qv);
   for (int p = 0; p < 3; ++p)
     transpose_pairs(qv + p * dq32 * FBR, 2 * FBR, StridedRows{stage + p * dq32, 3 * dq32}, n, ncol, d);
@@ -111,7 +111,7 @@ template <class VRows>
 inline bool split_v_transposed(const VRows& V, int64_t c0, int64_t nk, int64_t d, uint16_t* stage,
                                int64_t ld_stage, uint16_t* vt, int64_t plane, int64_t ldv) {
   const int64_t dq32 = round_up(d, 32), dp = round_up(d, VW);
-  for (int64_t j = 0; j < nk; ++j) split_row(V.row(c0 + j), d, dq32, stage + j * ld_stage, dq32);
+  split_rows([&](int64_t j) { return V.row(c0 + j); }, nk, d, dq32, stage, ld_stage);
   bool bad = false;
   for (int q = 0; q < 3; ++q) {
     bad |= transpose_bf16([&](int64_t j) { return stage + j * ld_stage + q * dq32; }, nk, d, dp,
@@ -136,10 +136,8 @@ void presplit_kv(const FwdParams& p, uint16_t* buf, int nthreads, Stage stage) {
     const Rows<const float> V = rows_of<const float>(p.v, p.v_str, b, hk);
     uint16_t* head = buf + bh * z.per_head;
     const int64_t kend = std::min(round_up(c0 + nk, 16), z.sk16);
-    for (int64_t j = c0; j < kend; ++j) {
-      if (j < p.seqlen_k) split_row(K.row(j), d, dq32, head + j * 3 * dq32, dq32);
-      else std::memset(head + j * 3 * dq32, 0, size_t(3 * dq32) * 2);
-    }
+    split_rows([&](int64_t x) { return K.row(c0 + x); }, nk, d, dq32, head + c0 * 3 * dq32, 3 * dq32);
+    for (int64_t j = c0 + nk; j < kend; ++j) std::memset(head + j * 3 * dq32, 0, size_t(3 * dq32) * 2);
     reinterpret_cast<uint8_t*>(head + z.k + z.vt)[c0 / FBC] = split_v_transposed(
         V, c0, nk, d, stage(omp_get_thread_num()), 3 * dq32, head + z.k + c0, dp * z.ldv, z.ldv);
   }
@@ -227,11 +225,8 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
       // V's pieces staged in kb first (rows of three pieces), transposed a
       // plane at a time; then K's pieces take kb.
       vbad = split_v_transposed(V, c0, nk, d, kb, kld, vt, vt_plane, FBC);
-      for (int64_t j = 0; j < nk16; ++j) {
-        uint16_t* dst = kb + j * kld;
-        if (j < nk) split_row(K.row(c0 + j), d, dq32, dst, dq32);
-        else std::memset(dst, 0, size_t(kld) * 2);
-      }
+      split_rows([&](int64_t j) { return K.row(c0 + j); }, nk, d, dq32, kb, kld);
+      for (int64_t j = nk; j < nk16; ++j) std::memset(kb + j * kld, 0, size_t(kld) * 2);
     } else {
       if (std::is_same_v<KV, Rows<const bf16_t>> && d == dq32 && nk == nk16) {
         ka = krow(c0);
