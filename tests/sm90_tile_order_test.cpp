@@ -31,6 +31,7 @@ using flashattn::detail::cuda::sm90::split_count;
 using flashattn::detail::cuda::sm90::split_key_tiles;
 using flashattn::detail::cuda::sm90::gqa_pack_heads;
 using flashattn::detail::cuda::sm90::hd128_narrow_tiles_pay;
+using flashattn::detail::cuda::sm90::short_masked_tiles_pay;
 using flashattn::detail::cuda::sm90::hd64_turns_pay;
 using flashattn::detail::cuda::sm90::paged_gather_pays;
 
@@ -136,6 +137,17 @@ TEST(Sm90SplitKv, SplitCount) {
 // Head dim 128, masked or per-sequence calls: 128-row tiles replace 192-row ones only where they pad at
 // least 15% fewer rows and add no wave (the shapes bench/NOTES.md measured:
 // 32 heads, 132 SMs; batch 1 x 640 rows lost 0.7x on 128-row tiles).
+TEST(Sm90TileRules, ShortMaskedTiles) {
+  for (int64_t d : {64, 128}) {
+    EXPECT_TRUE(short_masked_tiles_pay(d, true, 512)) << d;
+    EXPECT_TRUE(short_masked_tiles_pay(d, true, 1024)) << d;
+    EXPECT_FALSE(short_masked_tiles_pay(d, true, 1025)) << d;   // 2k: level at head dim 128
+    EXPECT_FALSE(short_masked_tiles_pay(d, false, 512)) << d;   // unmasked: the other rules
+  }
+  EXPECT_FALSE(short_masked_tiles_pay(96, true, 512));
+  EXPECT_FALSE(short_masked_tiles_pay(256, true, 512));
+}
+
 TEST(Sm90TileRules, Hd128NarrowTiles) {
   EXPECT_TRUE(hd128_narrow_tiles_pay(256, 32, 132, false));      // 2 x 128 rows against 2 x 192
   EXPECT_TRUE(hd128_narrow_tiles_pay(200, 4 * 32, 132, false));

@@ -32,8 +32,9 @@ namespace flashattn::detail::cuda::sm90 {
 // uses three (FA3's 192 x 128 tile): its softmax (MUFU ex2) costs as much as
 // its MMAs, and a third warpgroup interleaves them better (+12% at 16k). Short
 // causal / windowed head_dim 64 problems take 128-row tiles instead
-// (kShortMaskedBlockM, chosen per call by sm90_forward.cu): there the 192-row
-// tile's larger diagonal waste cost 14% at 512-1k tokens.
+// (kShortMaskedBlockM, chosen per call by sm90_forward.cu; head dim 128 too:
+// tile_rules.hpp): there the 192-row tile's larger diagonal waste cost 14%
+// at 512-1k tokens.
 #ifndef FLASHATTN_SM90_BLOCKM_HD64
 #define FLASHATTN_SM90_BLOCKM_HD64 192
 #endif
@@ -73,10 +74,9 @@ constexpr int kFp8BlockN = 128;
 // boxes at most, as every other operand's.
 constexpr int kFp8VtBoxRows = 128;
 
-// head_dim 64 with a right mask bound (causal, windows) and at most this many
-// query rows runs the 128-row tile.
+// head_dims 64 and 128 with a right mask bound (causal, windows) and few
+// query rows run the 128-row tile (tile_rules.hpp, short_masked_tiles_pay).
 constexpr int kShortMaskedBlockM = 128;
-constexpr int64_t kShortMaskedMaxSeqlenQ = 1024;
 
 // The single-warpgroup tile (16-bit head dims 64 and 128, padded batches):
 // 64 query rows, one consumer warpgroup, two CTAs per SM, so that one CTA's

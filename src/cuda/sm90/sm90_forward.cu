@@ -85,8 +85,10 @@ int forced_tile_rows(int tile_d) {
   return tile_d == 64 ? forced64 : tile_d == 128 ? forced128 : 0;
 }
 
-// Query rows per tile: block_m_for's, except for short head_dim 64 problems
-// with a right mask bound, fp8 head_dim 128 (kernel_args.hpp), and softcap,
+// Query rows per tile: block_m_for's, except for short head_dim 64 and 128
+// problems with a right mask bound (tile_rules.hpp, short_masked_tiles_pay;
+// at head dim 128 the 128-row kernel is kNarrowBlockMHd128's), fp8 head_dim
+// 128 (kernel_args.hpp), and softcap,
 // which takes 128 rows at head dims 64 and 128 (two consumer warpgroups of
 // 240 registers: with three of 160 its tanh spilled 76-92 bytes in the
 // consumers, and launch.cuh builds the softcap kernels for 128 rows only),
@@ -105,6 +107,7 @@ int forced_tile_rows(int tile_d) {
 // `tiles_per_row`: the (batch, head) pairs a query tile is repeated over;
 // `sms`: the device's multiprocessors (the head-dim-128 choice counts waves);
 // `uniform`: tiles of equal cost taken round robin (tile_rules.hpp).
+static_assert(kShortMaskedBlockM == kNarrowBlockMHd128, "one 128-row kernel at head dim 128 (launch_16bit)");
 int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
                    bool alibi, int64_t tiles_per_row, int sms, bool uniform, bool single_wg_ok) {
   const int d = static_cast<int>(head_dim);
@@ -114,12 +117,12 @@ int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t se
   const int forced = forced_tile_rows(d);
   if (single_wg_ok) return kSingleWGBlockM;  // forced to 64 where it can run (tile_shape)
   if (forced == 128 || forced == 192) return forced;
+  if (short_masked_tiles_pay(d, right_bounded, seqlen_q)) return kShortMaskedBlockM;
   if (d == 128) {
     if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
     return hd128_narrow_tiles_pay(seqlen_q, tiles_per_row, sms, uniform) ? kNarrowBlockMHd128 : block_m_for(d);
   }
-  return (right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ) || seqlen_q <= kShortMaskedBlockM ? kShortMaskedBlockM
-                                                                                              : block_m_for(d);
+  return seqlen_q <= kShortMaskedBlockM ? kShortMaskedBlockM : block_m_for(d);
 }
 
 bool is_empty(const FwdParams& p) {

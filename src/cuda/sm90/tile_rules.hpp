@@ -35,6 +35,21 @@ inline bool hd128_narrow_tiles_pay(int64_t seqlen_q, int64_t tiles_per_row, int 
   return waves(rows128, 128) * 128 * 21 < waves(rows192, 192) * 192 * 20;
 }
 
+// Head dims 64 and 128 with a right mask bound (causal, windows) and at most
+// kShortMaskedMaxSeqlenQ query rows: 128-row tiles (two consumer warpgroups)
+// instead of 192, whose larger diagonal tiles waste more than the third
+// warpgroup gains on so few key tiles. Head dim 64: the 192-row tile cost
+// 14% at 512-1k tokens (H200). Head dim 128 (thirty-ninth session, ABBA runs
+// of the CLI on an H100, bench/results/h100-fwd-short-causal-abba-20261205/):
+// 128-row tiles took 0.925 / 0.951 of the 192-row tiles' time at 512 / 1k
+// causal (the thirty-sixth session's two H200 rounds read the same way),
+// 1.00 at 2k; with pingpong off too 0.94 / 0.94 / 0.975 at 512 / 1k / 2k and
+// 1.05 at 4k.
+constexpr int64_t kShortMaskedMaxSeqlenQ = 1024;
+inline bool short_masked_tiles_pay(int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
+  return (head_dim == 64 || head_dim == 128) && right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ;
+}
+
 // Head dim 64 on 192-row tiles: whether the three consumer warpgroups take
 // turns issuing their wgmmas (kernel_traits.cuh kTurns3_). Measured on the
 // H200 (bench/sm90/NOTES.md, "Three warpgroups taking turns"; four rounds):
