@@ -139,13 +139,17 @@ TEST(Sm90SplitKv, SplitCount) {
 // 32 heads, 132 SMs; batch 1 x 640 rows lost 0.7x on 128-row tiles).
 TEST(Sm90TileRules, ShortMaskedTiles) {
   for (int64_t d : {64, 128}) {
-    EXPECT_TRUE(short_masked_tiles_pay(d, true, 512)) << d;
-    EXPECT_TRUE(short_masked_tiles_pay(d, true, 1024)) << d;
-    EXPECT_FALSE(short_masked_tiles_pay(d, true, 1025)) << d;   // 2k: level at head dim 128
-    EXPECT_FALSE(short_masked_tiles_pay(d, false, 512)) << d;   // unmasked: the other rules
+    EXPECT_TRUE(short_masked_tiles_pay(d, true, 512, 512)) << d;
+    EXPECT_TRUE(short_masked_tiles_pay(d, true, 1024, 1024)) << d;
+    EXPECT_FALSE(short_masked_tiles_pay(d, true, 1025, 1025)) << d;  // 2k: level at head dim 128
+    EXPECT_FALSE(short_masked_tiles_pay(d, false, 512, 512)) << d;   // unmasked: the other rules
   }
-  EXPECT_FALSE(short_masked_tiles_pay(96, true, 512));
-  EXPECT_FALSE(short_masked_tiles_pay(256, true, 512));
+  // A chunk of 512 queries against an 8k cache: head dim 64 as before, head
+  // dim 128 keeps its 192-row tile (long rows).
+  EXPECT_TRUE(short_masked_tiles_pay(64, true, 512, 8192));
+  EXPECT_FALSE(short_masked_tiles_pay(128, true, 512, 8192));
+  EXPECT_FALSE(short_masked_tiles_pay(96, true, 512, 512));
+  EXPECT_FALSE(short_masked_tiles_pay(256, true, 512, 512));
 }
 
 TEST(Sm90TileRules, Hd128NarrowTiles) {

@@ -108,7 +108,7 @@ int forced_tile_rows(int tile_d) {
 // `sms`: the device's multiprocessors (the head-dim-128 choice counts waves);
 // `uniform`: tiles of equal cost taken round robin (tile_rules.hpp).
 static_assert(kShortMaskedBlockM == kNarrowBlockMHd128, "one 128-row kernel at head dim 128 (launch_16bit)");
-int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, bool softcap,
+int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t seqlen_q, int64_t seqlen_k, bool softcap,
                    bool alibi, int64_t tiles_per_row, int sms, bool uniform, bool single_wg_ok) {
   const int d = static_cast<int>(head_dim);
   if (dtype == DType::F8E4M3 && d == 128) return kFp8BlockMHd128;
@@ -117,7 +117,7 @@ int choose_block_m(DType dtype, int64_t head_dim, bool right_bounded, int64_t se
   const int forced = forced_tile_rows(d);
   if (single_wg_ok) return kSingleWGBlockM;  // forced to 64 where it can run (tile_shape)
   if (forced == 128 || forced == 192) return forced;
-  if (short_masked_tiles_pay(d, right_bounded, seqlen_q)) return kShortMaskedBlockM;
+  if (short_masked_tiles_pay(d, right_bounded, seqlen_q, seqlen_k)) return kShortMaskedBlockM;
   if (d == 128) {
     if (seqlen_q <= kNarrowBlockMHd128) return kNarrowBlockMHd128;
     return hd128_narrow_tiles_pay(seqlen_q, tiles_per_row, sms, uniform) ? kNarrowBlockMHd128 : block_m_for(d);
@@ -210,7 +210,7 @@ TileShape tile_shape(const FwdParams& p) {
                                         (sk + fwd_block_n(t.tile_d, kSingleWGBlockM) - 1) /
                                             fwd_block_n(t.tile_d, kSingleWGBlockM),
                                         sms, p.num_splits) == 1;
-  t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, p.softcap > 0.0f,
+  t.block_m = choose_block_m(p.dtype, t.tile_d, clamp_window(p.window_right, sq, sk) >= 0, sq, sk, p.softcap > 0.0f,
                              p.alibi_slopes != nullptr, p.heads_q * p.batch, sms, !masked(p) && !p.per_sequence(),
                              single_wg_ok);
   // The K (and V) boxes must be the kernel's key tile: the barrier waits for

@@ -44,10 +44,13 @@ inline bool hd128_narrow_tiles_pay(int64_t seqlen_q, int64_t tiles_per_row, int 
 // 128-row tiles took 0.925 / 0.951 of the 192-row tiles' time at 512 / 1k
 // causal (the thirty-sixth session's two H200 rounds read the same way),
 // 1.00 at 2k; with pingpong off too 0.94 / 0.94 / 0.975 at 512 / 1k / 2k and
-// 1.05 at 4k.
+// 1.05 at 4k. Head dim 128 was measured on self-attention only, so it also
+// asks for at most as many keys: a KV-cache chunk against a long cache has
+// long rows, where the 192-row tile pays as on unmasked calls.
 constexpr int64_t kShortMaskedMaxSeqlenQ = 1024;
-inline bool short_masked_tiles_pay(int64_t head_dim, bool right_bounded, int64_t seqlen_q) {
-  return (head_dim == 64 || head_dim == 128) && right_bounded && seqlen_q <= kShortMaskedMaxSeqlenQ;
+inline bool short_masked_tiles_pay(int64_t head_dim, bool right_bounded, int64_t seqlen_q, int64_t seqlen_k) {
+  if (!right_bounded || seqlen_q > kShortMaskedMaxSeqlenQ) return false;
+  return head_dim == 64 || (head_dim == 128 && seqlen_k <= kShortMaskedMaxSeqlenQ);
 }
 
 // Head dim 64 on 192-row tiles: whether the three consumer warpgroups take
