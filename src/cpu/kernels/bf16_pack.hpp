@@ -180,13 +180,10 @@ inline void split_row(const float* x, int64_t n, int64_t npad, uint16_t* dst, in
 constexpr int64_t kSplitAhead = 8;
 template <class RowFn>
 inline void split_rows(RowFn row, int64_t n, int64_t d, int64_t dq32, uint16_t* dst, int64_t ld) {
-  auto prefetch = [&](int64_t x) {
-    const char* p = reinterpret_cast<const char*>(row(x));
-    for (int64_t o = 0; o < d * int64_t(sizeof(float)); o += 64) __builtin_prefetch(p + o, 0, 3);
-  };
-  for (int64_t x = 0; x < std::min(n, kSplitAhead); ++x) prefetch(x);
+  const int64_t bytes = d * int64_t(sizeof(float));
+  for (int64_t x = 0; x < std::min(n, kSplitAhead); ++x) prefetch_lines(row(x), bytes);
   for (int64_t x = 0; x < n; ++x) {
-    if (x + kSplitAhead < n) prefetch(x + kSplitAhead);
+    if (x + kSplitAhead < n) prefetch_lines(row(x + kSplitAhead), bytes);
     split_row(row(x), d, dq32, dst + x * ld, dq32);
   }
 }

@@ -22,6 +22,12 @@ typedef int32_t vi __attribute__((vector_size(VW * 4)));
 // Same vectors with 4-byte alignment: unaligned loads and stores.
 typedef float vf_u __attribute__((vector_size(VW * 4), aligned(4)));
 
+// Prefetches (into L1) every 64-byte line of [p, p + bytes).
+inline void prefetch_lines(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 3);
+}
+
 inline vf vload(const float* p) { return *reinterpret_cast<const vf_u*>(p); }
 inline void vstore(float* p, vf v) { *reinterpret_cast<vf_u*>(p) = v; }
 inline vf vsplat(float x) {

@@ -107,11 +107,7 @@ PagedRows<T> paged_rows_of(P* data, const Strides& st, const int32_t* table, int
 template <class R>
 void prefetch_rows(const R& rows, int64_t r0, int64_t r1, int64_t d) {
   using T = typename std::remove_pointer<decltype(rows.row(0))>::type;
-  const int64_t bytes = d * int64_t(sizeof(T));
-  for (int64_t r = r0; r < r1; ++r) {
-    const char* p = reinterpret_cast<const char*>(rows.row(r));
-    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
-  }
+  for (int64_t r = r0; r < r1; ++r) prefetch_lines(rows.row(r), d * int64_t(sizeof(T)));
 }
 
 // Carves per-thread scratch into 64-byte aligned float buffers.
