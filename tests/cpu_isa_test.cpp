@@ -7,6 +7,7 @@
 // silently: the test asks the backend which path it really runs.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -219,6 +220,51 @@ TEST(CpuIsaDefault, Avx512Bf16OnAmdOnly) {
     EXPECT_EQ(got, "avx512_bf16");
   } else {
     EXPECT_NE(got, "avx512_bf16");
+  }
+}
+
+// fp32 on the AMX tiles (three bf16 pieces a value, six piece products a
+// GEMM: amx_tiles.hpp) is meant to be fp32 attention, not bf16x2: its errors
+// should sit at the naive fp32's level (measured 0.4-0.8x of it; the FMA
+// kernels 1.0-2.3x). The rule's fp32 bound is ~400x that, so a GEMM that
+// lost a piece product (mid x mid, 2^-16 of |a| |b|: 2.5-4x the naive's
+// error) would still pass the sweep; this pins the precision of the shapes
+// that take the tiles by default (cpu/fp32_tiles_rule.hpp: a forward from
+// 1024 keys a row, a backward from 2048). 1.5x: twice the largest ratio seen.
+constexpr double kTilesVsNaive = 1.5;
+
+::testing::AssertionResult near_naive(const char* what, const std::vector<double>& out,
+                                      const std::vector<double>& ref, const std::vector<double>& naive) {
+  const flashattn::reference::ErrorStats e = flashattn::reference::measure(out, ref, naive);
+  if (std::getenv("FA_TEST_VERBOSE")) {
+    std::printf("%s: max|err| %.3g, naive %.3g (%.2fx)\n", what, e.max_err, e.naive_err, e.max_err / e.naive_err);
+  }
+  if (e.bad == 0 && e.max_err <= kTilesVsNaive * e.naive_err) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": max|err| " << e.max_err << " against the naive fp32's "
+                                       << e.naive_err << " (bound " << kTilesVsNaive << "x, " << e.bad
+                                       << " non-finite)";
+}
+
+TEST(CpuFp32Tiles, ErrorsAtTheNaiveFp32Level) {
+  IsaScope scope(nullptr);
+  if (std::string(flashattn::detail::cpu::isa_name()) != "amx") GTEST_SKIP() << "fp32 takes the tiles on AMX only";
+  {
+    // Forward: 1030 keys a row, GQA 2:1.
+    Instance in = make_instance(Device::CPU, make(DType::F32, 128, 1030, 1030, 2, 1, false), false);
+    ASSERT_TRUE(flashattn::forward(in.fwd_args()).ok());
+    const Expected e = expected_forward(in);
+    EXPECT_TRUE(near_naive("out", in.out.read(), e.out, e.naive_out));
+  }
+  {
+    // Backward: 2048 keys a row (its forward too), head dim 64, Sq = Sk.
+    Instance in = make_instance(Device::CPU, make(DType::F32, 64, 2048, 2048, 2, 1, false), true);
+    ASSERT_TRUE(flashattn::forward(in.fwd_args()).ok());
+    ASSERT_TRUE(flashattn::backward(in.bwd_args()).ok());
+    const std::vector<double> given_out = in.out.read();
+    const ExpectedGrads g = expected_backward(in, &given_out);
+    EXPECT_TRUE(near_naive("dq", in.grad.q.read(), g.dq, g.naive_dq));
+    EXPECT_TRUE(near_naive("dk", in.grad.k.read(), g.dk, g.naive_dk));
+    EXPECT_TRUE(near_naive("dv", in.grad.v.read(), g.dv, g.naive_dv));
   }
 }
 

@@ -50,9 +50,109 @@ inline void release_tiles() { _tile_release(); }
 // of B at B + p * pb, and C (+)= the six piece products of weight 2^-16 or
 // more (hi hi, hi mid, mid hi, hi lo, lo hi, mid mid): the fp32 product to
 // within ~2^-24 of |a| |b|, as an fp32 FMA's rounding leaves it.
+//
+// The tile unit runs its loads and products in order, and a tile register is
+// not renamed: a load waits for the products still reading the register, and
+// a product waits for its operand's load. So a product reading a tile loaded
+// one product earlier stalls the unit (a 2 x 2 step whose first products read
+// the tile loaded last measured 33.6 cycles a product against 20.5 when two
+// products stand between: bench/NOTES.md, "fp32 split GEMM schedule").
+// split_block_2x2 orders the six piece products and each step's four
+// products so that every register is reloaded right after its last reader
+// and first read two or more products later (four exceptions per 32-deep
+// chunk, found by a search over product and step orders), where the
+// load-then-products order of tile_block reads each tile right after loading it.
+// kSplit, MB = NB = 2: the pieces' products in the order hi lo, hi hi, hi mid,
+// mid mid, mid hi, lo hi, so that consecutive steps change one operand
+// (A or B) except across chunks; 14 tile loads per 24 products.
+inline void split_block_2x2(int64_t K, const uint16_t* A, int64_t lda, int64_t pa, const uint16_t* B,
+                            int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
+  const int sa = int(lda * 2), sb = int(ldb * 2), sc = int(ldc * 4);
+  if (accumulate) {
+    _tile_loadd(0, C, sc);
+    _tile_loadd(1, C + 16, sc);
+    _tile_loadd(2, C + 16 * ldc, sc);
+    _tile_loadd(3, C + 16 * ldc + 16, sc);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  // A's top / bottom 16 rows and B's left / right 16 columns of piece p at depth k.
+  auto a_top = [&](int p, int64_t k) { _tile_loadd(4, A + p * pa + k, sa); };
+  auto a_bot = [&](int p, int64_t k) { _tile_loadd(5, A + p * pa + 16 * lda + k, sa); };
+  auto b_left = [&](int p, int64_t k) { _tile_loadd(6, B + p * pb + (k / 2) * ldb, sb); };
+  auto b_right = [&](int p, int64_t k) { _tile_loadd(7, B + p * pb + (k / 2) * ldb + 32, sb); };
+  constexpr int kHi = 0, kMid = 1, kLo = 2;
+  a_top(kHi, 0);
+  b_left(kLo, 0);
+  a_bot(kHi, 0);
+  b_right(kLo, 0);
+  for (int64_t k = 0; k < K; k += 32) {
+    // hi lo; B -> hi: the left-column products first, then the right's.
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(2, 5, 6);
+    b_left(kHi, k);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(3, 5, 7);
+    b_right(kHi, k);
+    // hi hi; B -> mid
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(2, 5, 6);
+    b_left(kMid, k);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(3, 5, 7);
+    b_right(kMid, k);
+    // hi mid; A -> mid: the top rows' products first
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    a_top(kMid, k);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    a_bot(kMid, k);
+    // mid mid; B -> hi
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    b_left(kHi, k);
+    _tile_dpbf16ps(3, 5, 7);
+    b_right(kHi, k);
+    // mid hi; A -> lo
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    a_top(kLo, k);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    a_bot(kLo, k);
+    // lo hi; the next chunk's hi lo (both operands change)
+    const int64_t kn = k + 32;
+    const bool more = kn < K;
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if (more) a_top(kHi, kn);
+    _tile_dpbf16ps(2, 5, 6);
+    if (more) b_left(kLo, kn);
+    _tile_dpbf16ps(3, 5, 7);
+    if (more) {
+      a_bot(kHi, kn);
+      b_right(kLo, kn);
+    }
+  }
+  _tile_stored(0, C, sc);
+  _tile_stored(1, C + 16, sc);
+  _tile_stored(2, C + 16 * ldc, sc);
+  _tile_stored(3, C + 16 * ldc + 16, sc);
+}
+
 template <int MB, int NB, bool kSplit = false>
 inline void tile_block(int64_t K, const uint16_t* A, int64_t lda, int64_t pa, const uint16_t* B,
                        int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
+#ifndef FA_AMX_SPLIT_SCHEDULE
+#define FA_AMX_SPLIT_SCHEDULE 1  // 0: the load-then-products order below (A/B builds)
+#endif
+  if constexpr (kSplit && MB == 2 && NB == 2 && FA_AMX_SPLIT_SCHEDULE)
+    return split_block_2x2(K, A, lda, pa, B, ldb, pb, C, ldc, accumulate);
   const int sa = int(lda * 2), sb = int(ldb * 2), sc = int(ldc * 4);
   if (accumulate) {
     _tile_loadd(0, C, sc);

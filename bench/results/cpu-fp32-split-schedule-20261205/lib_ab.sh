@@ -1,0 +1,18 @@
+#!/bin/bash
+# fp32 CLI runs alternated between a base library (directory $1 holding its
+# libflashattn.so.0, which LD_LIBRARY_PATH puts before build-cpu's RUNPATH)
+# and build-cpu's; $2 rounds. Prints: round lib shape pass ms GFLOP/s.
+base=$1; rounds=${2:-3}
+cli=${FLASHATTN_CLI:-build-cpu/tools/flashattn}
+for r in $(seq "$rounds"); do
+  for shape in "--head-dim 128 --heads 4 --seqlen-q 2048" "--head-dim 128 --heads 4 --seqlen-q 2048 --causal" \
+               "--head-dim 128 --heads 4 --seqlen-q 4096" "--head-dim 128 --heads 4 --seqlen-q 4096 --causal" \
+               "--head-dim 64 --heads 8 --seqlen-q 2048" "--head-dim 64 --heads 8 --seqlen-q 4096 --causal" \
+               "--head-dim 256 --heads 2 --seqlen-q 2048" "--head-dim 256 --heads 2 --seqlen-q 4096 --causal"; do
+    for v in base new; do
+      if [ $v = base ]; then export LD_LIBRARY_PATH=$base; else unset LD_LIBRARY_PATH; fi
+      $cli run --device cpu --threads 2 --dtype fp32 $shape --repeat 3 --backward 2>&1 |
+        grep -E "^(forward|backward) " | awk -v r=$r -v v=$v -v s="$shape" '{print r, v, "[" s "]", $1, $3, $(NF-1)}'
+    done
+  done
+done
