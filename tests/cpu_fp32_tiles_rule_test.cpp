@@ -1,7 +1,7 @@
 // The rule that sends fp32 calls to the AMX tiles (cpu/fp32_tiles_rule.hpp):
 // plain integer code, checked on the host in every build, at the boundaries
-// the measurements set (the forward from 1024 visible keys a row on average,
-// the backward from 2048).
+// the measurements set (the forward from 256 visible keys a row on average,
+// the backward from 1024).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -30,33 +30,35 @@ bool fwd(const AttnParams& p) { return fp32_tiles_pay(p, Fp32TilesPass::Forward)
 bool bwd(const AttnParams& p) { return fp32_tiles_pay(p, Fp32TilesPass::Backward); }
 
 TEST(Fp32TilesRule, Unmasked) {
-  EXPECT_FALSE(fwd(shape(512, 512)));
-  EXPECT_FALSE(fwd(shape(1024, 1023)));
-  EXPECT_TRUE(fwd(shape(1024, 1024)));
-  EXPECT_FALSE(bwd(shape(1024, 1024)));
-  EXPECT_FALSE(bwd(shape(2048, 2047)));
-  EXPECT_TRUE(bwd(shape(2048, 2048)));
+  EXPECT_FALSE(fwd(shape(256, 255)));
+  EXPECT_TRUE(fwd(shape(256, 256)));
+  EXPECT_TRUE(fwd(shape(512, 512)));
+  EXPECT_FALSE(bwd(shape(512, 512)));
+  EXPECT_FALSE(bwd(shape(1024, 1023)));
+  EXPECT_TRUE(bwd(shape(1024, 1024)));
   EXPECT_TRUE(fwd(shape(8192, 8192)));
   EXPECT_TRUE(bwd(shape(8192, 8192)));
   EXPECT_TRUE(fwd(shape(1, 1024)));  // (decode steps take their own path before the rule)
 }
 
 TEST(Fp32TilesRule, CausalCountsTheVisibleKeys) {
-  // Causal 2048: (2048 + 1) / 2 keys a row on average.
-  EXPECT_TRUE(fwd(shape(2048, 2048, -1, 0)));
-  EXPECT_FALSE(bwd(shape(2048, 2048, -1, 0)));
-  EXPECT_FALSE(fwd(shape(2046, 2046, -1, 0)));  // 1023.5 on average
-  EXPECT_TRUE(fwd(shape(2047, 2047, -1, 0)));   // exactly 1024
-  EXPECT_TRUE(bwd(shape(4096, 4096, -1, 0)));
-  EXPECT_FALSE(fwd(shape(1024, 1024, -1, 0)));
-  // Bottom-right aligned: 1024 queries on the last rows of 8192 keys see 7169-8192.
-  EXPECT_TRUE(bwd(shape(1024, 8192, -1, 0)));
+  // Causal 512: (512 + 1) / 2 keys a row on average.
+  EXPECT_TRUE(fwd(shape(512, 512, -1, 0)));
+  EXPECT_FALSE(bwd(shape(512, 512, -1, 0)));
+  EXPECT_FALSE(fwd(shape(510, 510, -1, 0)));  // 255.5 on average
+  EXPECT_TRUE(fwd(shape(511, 511, -1, 0)));   // exactly 256
+  EXPECT_FALSE(bwd(shape(2046, 2046, -1, 0)));  // 1023.5
+  EXPECT_TRUE(bwd(shape(2047, 2047, -1, 0)));   // exactly 1024
+  EXPECT_FALSE(bwd(shape(1024, 1024, -1, 0)));
+  // Bottom-right aligned: 256 queries on the last rows of 2048 keys see 1793-2048.
+  EXPECT_TRUE(bwd(shape(256, 2048, -1, 0)));
 }
 
 TEST(Fp32TilesRule, WindowBoundsTheCost) {
-  EXPECT_FALSE(fwd(shape(8192, 8192, 511, 0)));   // at most 512 keys a row
-  EXPECT_TRUE(fwd(shape(8192, 8192, 1100, 0)));   // ~1100 a row
-  EXPECT_FALSE(bwd(shape(8192, 8192, 1100, 0)));
+  EXPECT_FALSE(fwd(shape(8192, 8192, 127, 0)));  // at most 128 keys a row
+  EXPECT_TRUE(fwd(shape(8192, 8192, 300, 0)));   // ~300 a row
+  EXPECT_FALSE(bwd(shape(8192, 8192, 300, 0)));
+  EXPECT_TRUE(bwd(shape(8192, 8192, 1100, 0)));
 }
 
 TEST(Fp32TilesRule, EmptyNever) {

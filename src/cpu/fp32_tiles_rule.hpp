@@ -6,13 +6,15 @@
 // backward's tiles gain less than the forward's.
 // Measured on a 2-core Xeon with AMX, the tiles forced against the FMA kernels
 // (FLASHATTN_CPU_FP32_AMX=1 / 0, three alternated rounds, head dims 64 / 128 /
-// 256; bench/NOTES.md, "fp32 on AMX tiles" and "fp32 forward on the tiles from
-// 1024 keys"):
-// - forward: 1024 keys a row (unmasked 1024: 1.06-1.10x; causal 2048: 1.01-1.10x;
-//   from 2048 unmasked 1.09-1.21x), below that level or slower (causal 1024
-//   0.94-1.02x, 512 tokens 0.83-0.98x);
-// - backward: 2048 keys a row (unmasked 2048-8192: 0.95-1.25x), below that
-//   slower (causal 2048 0.89-0.99x, causal 1024 0.82-0.90x).
+// 256, 512-2048 tokens; bench/NOTES.md, "fp32 split GEMM schedule", whose
+// reordered tile GEMMs moved both thresholds down from 1024 and 2048):
+// - forward: 256 keys a row (causal 512: 1.01-1.12x; unmasked 512: 1.00-1.18x;
+//   from 1024 unmasked 1.17-1.34x);
+// - backward: 1024 keys a row (unmasked 1024: 1.03-1.20x; causal 2048, 1024 a
+//   row on average: 0.94 at head dim 64, 1.05-1.10 at 128 / 256), below that the
+//   causal calls trail (causal 1024: 0.88-1.00x, 512: 0.82-0.87x) though
+//   unmasked 512 gains (1.03-1.08x): the diagonal's masked work weighs on the
+//   backward's tiles more than the average key count says.
 // FLASHATTN_CPU_FP32_AMX=0 / 1 overrides both (bf16_table_impl.hpp).
 #pragma once
 
@@ -25,8 +27,8 @@ namespace flashattn::detail::cpu {
 
 enum class Fp32TilesPass { Forward, Backward };
 
-constexpr int64_t kFp32TilesMinKeysForward = 1024;
-constexpr int64_t kFp32TilesMinKeysBackward = 2048;
+constexpr int64_t kFp32TilesMinKeysForward = 256;
+constexpr int64_t kFp32TilesMinKeysBackward = 1024;
 
 inline bool fp32_tiles_pay(const AttnParams& p, Fp32TilesPass pass) {
   if (p.seqlen_q <= 0 || p.seqlen_k <= 0) return false;
