@@ -60,8 +60,9 @@ inline void release_tiles() { _tile_release(); }
 // split_block_2x2 orders the six piece products and each step's four
 // products so that every register is reloaded right after its last reader
 // and first read two or more products later (four exceptions per 32-deep
-// chunk, found by a search over product and step orders), where the
-// load-then-products order of tile_block reads each tile right after loading it.
+// chunk, found by a search over product and step orders), where tile_block's
+// load-then-products order reads each tile right after loading it.
+//
 // kSplit, MB = NB = 2: the pieces' products in the order hi lo, hi hi, hi mid,
 // mid mid, mid hi, lo hi, so that consecutive steps change one operand
 // (A or B) except across chunks; 14 tile loads per 24 products.
@@ -89,42 +90,39 @@ inline void split_block_2x2(int64_t K, const uint16_t* A, int64_t lda, int64_t p
   b_left(kLo, 0);
   a_bot(kHi, 0);
   b_right(kLo, 0);
+  // The four products of a step: C(i, j) += A(i) B(j), tile 2i + j, A's top
+  // (i = 0, tmm4) / bottom (tmm5) rows, B's left (j = 0, tmm6) / right (tmm7).
+  // Before a B change the left column's products go first, so that the new
+  // left tile loads while the right's run; before an A change the top row's.
+  auto step_then_b = [&](int p, int64_t k) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(2, 5, 6);
+    b_left(p, k);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(3, 5, 7);
+    b_right(p, k);
+  };
+  auto step_then_a = [&](int p, int64_t k) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    a_top(p, k);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    a_bot(p, k);
+  };
   for (int64_t k = 0; k < K; k += 32) {
-    // hi lo; B -> hi: the left-column products first, then the right's.
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(2, 5, 6);
-    b_left(kHi, k);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(3, 5, 7);
-    b_right(kHi, k);
-    // hi hi; B -> mid
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(2, 5, 6);
-    b_left(kMid, k);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(3, 5, 7);
-    b_right(kMid, k);
-    // hi mid; A -> mid: the top rows' products first
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    a_top(kMid, k);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-    a_bot(kMid, k);
-    // mid mid; B -> hi
+    step_then_b(kHi, k);   // hi lo, then B -> hi
+    step_then_b(kMid, k);  // hi hi, then B -> mid
+    step_then_a(kMid, k);  // hi mid, then A -> mid
+    // mid mid, then B -> hi: after an A change the top row first (its tile
+    // loaded earliest), the left tile reloaded after its last reader.
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
     b_left(kHi, k);
     _tile_dpbf16ps(3, 5, 7);
     b_right(kHi, k);
-    // mid hi; A -> lo
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    a_top(kLo, k);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-    a_bot(kLo, k);
+    step_then_a(kLo, k);  // mid hi, then A -> lo
     // lo hi; the next chunk's hi lo (both operands change)
     const int64_t kn = k + 32;
     const bool more = kn < K;
