@@ -42,26 +42,18 @@ inline void configure_tiles() { _tile_loadconfig(&kTileConfig); }
 // saving 8 KiB more on every context switch).
 inline void release_tiles() { _tile_release(); }
 
-// One (16*MB) x (16*NB) block of C (+)= A B over K (a multiple of 32).
-// A: bf16 rows, lda elements apart. B: VNNI rows of pairs, ldb bf16 elements
-// apart (row r holds k = 2r, 2r+1). C: fp32 rows, ldc floats apart.
-// kSplit: A and B are fp32 matrices held as three bf16 pieces each
-// (x = hi + mid + lo, split3 in bf16_pack.hpp), piece p of A at A + p * pa,
-// of B at B + p * pb, and C (+)= the six piece products of weight 2^-16 or
-// more (hi hi, hi mid, mid hi, hi lo, lo hi, mid mid): the fp32 product to
-// within ~2^-24 of |a| |b|, as an fp32 FMA's rounding leaves it.
-//
 // The tile unit runs its loads and products in order, and a tile register is
 // not renamed: a load waits for the products still reading the register, and
 // a product waits for its operand's load. So a product reading a tile loaded
 // one product earlier stalls the unit (a 2 x 2 step whose first products read
 // the tile loaded last measured 33.6 cycles a product against 20.5 when two
 // products stand between: bench/NOTES.md, "fp32 split GEMM schedule").
-// split_block_2x2 orders the six piece products and each step's four
-// products so that every register is reloaded right after its last reader
-// and first read two or more products later (four exceptions per 32-deep
-// chunk, found by a search over product and step orders), where tile_block's
-// load-then-products order reads each tile right after loading it.
+// split_block_2x2 (tile_block's kSplit 2 x 2 case, below) orders the six
+// piece products and each step's four products so that every register is
+// reloaded right after its last reader and first read two or more products
+// later (four exceptions per 32-deep chunk, found by a search over product
+// and step orders), where tile_block's load-then-products order reads each
+// tile right after loading it.
 //
 // kSplit, MB = NB = 2: the pieces' products in the order hi lo, hi hi, hi mid,
 // mid mid, mid hi, lo hi, so that consecutive steps change one operand
@@ -143,12 +135,23 @@ inline void split_block_2x2(int64_t K, const uint16_t* A, int64_t lda, int64_t p
   _tile_stored(3, C + 16 * ldc + 16, sc);
 }
 
+// FA_AMX_SPLIT_SCHEDULE=0 (A/B builds): split 2 x 2 blocks in tile_block's
+// load-then-products order instead of split_block_2x2's.
+#ifndef FA_AMX_SPLIT_SCHEDULE
+#define FA_AMX_SPLIT_SCHEDULE 1
+#endif
+
+// One (16*MB) x (16*NB) block of C (+)= A B over K (a multiple of 32).
+// A: bf16 rows, lda elements apart. B: VNNI rows of pairs, ldb bf16 elements
+// apart (row r holds k = 2r, 2r+1). C: fp32 rows, ldc floats apart.
+// kSplit: A and B are fp32 matrices held as three bf16 pieces each
+// (x = hi + mid + lo, split3 in bf16_pack.hpp), piece p of A at A + p * pa,
+// of B at B + p * pb, and C (+)= the six piece products of weight 2^-16 or
+// more (hi hi, hi mid, mid hi, hi lo, lo hi, mid mid): the fp32 product to
+// within ~2^-24 of |a| |b|, as an fp32 FMA's rounding leaves it.
 template <int MB, int NB, bool kSplit = false>
 inline void tile_block(int64_t K, const uint16_t* A, int64_t lda, int64_t pa, const uint16_t* B,
                        int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
-#ifndef FA_AMX_SPLIT_SCHEDULE
-#define FA_AMX_SPLIT_SCHEDULE 1  // 0: the load-then-products order below (A/B builds)
-#endif
   if constexpr (kSplit && MB == 2 && NB == 2 && FA_AMX_SPLIT_SCHEDULE)
     return split_block_2x2(K, A, lda, pa, B, ldb, pb, C, ldc, accumulate);
   const int sa = int(lda * 2), sb = int(ldb * 2), sc = int(ldc * 4);
