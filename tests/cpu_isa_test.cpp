@@ -230,7 +230,7 @@ TEST(CpuIsaDefault, Avx512Bf16OnAmdOnly) {
 // lost a piece product (mid x mid, 2^-16 of |a| |b|: 2.5-4x the naive's
 // error) would still pass the sweep; this pins the precision of the shapes
 // that take the tiles by default (cpu/fp32_tiles_rule.hpp: a forward from
-// 1024 keys a row, a backward from 2048). 1.5x: twice the largest ratio seen.
+// 256 keys a row, a backward from 1024). 1.5x: twice the largest ratio seen.
 constexpr double kTilesVsNaive = 1.5;
 
 ::testing::AssertionResult near_naive(const char* what, const std::vector<double>& out,

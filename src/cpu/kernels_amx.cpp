@@ -1,10 +1,11 @@
 // CPU kernels for AMX (AMX-TILE + AMX-BF16, with AVX512-BF16 for the fp32 ->
 // bf16 packing): bf16 inputs run their GEMMs on the tile unit
 // (kernels/forward_amx.hpp, kernels/backward_amx.hpp, kernels/amx_tiles.hpp),
-// and so does the fp32 forward, on three bf16 pieces per operand
-// (FA_FP32_SPLIT); the fp32 backward and fp16 run the AVX-512 kernels
-// (kernels/bf16_table_impl.hpp), bf16 decode steps the same kernels with
-// their scores on AMX tiles (kernels_amx_decode.cpp).
+// and so do the fp32 forward and backward where cpu/fp32_tiles_rule.hpp
+// says so, on three bf16 pieces per operand (FA_FP32_SPLIT); fp16 and the
+// other fp32 calls run the AVX-512 kernels (kernels/bf16_table_impl.hpp),
+// bf16 decode steps the same kernels with their GEMMs on AMX tiles
+// (kernels_amx_decode.cpp).
 #define FA_ISA_NS amx
 #define FA_ISA_NAME "amx"
 #define FA_KERNEL_TABLE_FN kernels_amx

@@ -2,8 +2,9 @@
 // kernels_avx512bf16.cpp): bf16 runs forward_amx.hpp / backward_amx.hpp
 // compiled in this translation unit; fp16 goes to the AVX-512 kernels, bit
 // for bit (rounding its operands to bf16 would break their accuracy), and so
-// does fp32, except the fp32 forward on AMX (FA_FP32_SPLIT), which runs
-// forward_amx.hpp on three bf16 pieces per operand unless
+// does fp32, except on AMX (FA_FP32_SPLIT), where fp32 forward and backward
+// calls whose rows are long enough (cpu/fp32_tiles_rule.hpp) run
+// forward_amx.hpp / backward_amx.hpp on three bf16 pieces per operand unless
 // FLASHATTN_CPU_FP32_AMX=0.
 // Included once by each, after it defines FA_ISA_NS, FA_ISA_NAME,
 // FA_KERNEL_TABLE_FN and FA_OTHER_KERNELS.
