@@ -57,82 +57,117 @@ inline void release_tiles() { _tile_release(); }
 //
 // kSplit, MB = NB = 2: the pieces' products in the order hi lo, hi hi, hi mid,
 // mid mid, mid hi, lo hi, so that consecutive steps change one operand
-// (A or B) except across chunks; 14 tile loads per 24 products.
-inline void split_block_2x2(int64_t K, const uint16_t* A, int64_t lda, int64_t pa, const uint16_t* B,
-                            int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
-  const int sa = int(lda * 2), sb = int(ldb * 2), sc = int(ldc * 4);
-  if (accumulate) {
-    _tile_loadd(0, C, sc);
-    _tile_loadd(1, C + 16, sc);
-    _tile_loadd(2, C + 16 * ldc, sc);
-    _tile_loadd(3, C + 16 * ldc + 16, sc);
-  } else {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-  }
+// (A or B) except across chunks; 14 tile loads per 24 products. A 32-deep
+// chunk is six steps of four products (step<0> .. step<5>), which
+// TileGemmJob (below) also issues one at a time.
+struct SplitBlock2x2 {
+  const uint16_t* A;
+  int64_t lda, pa;
+  const uint16_t* B;
+  int64_t ldb, pb;
+  static constexpr int kHi = 0, kMid = 1, kLo = 2;
+
   // A's top / bottom 16 rows and B's left / right 16 columns of piece p at depth k.
-  auto a_top = [&](int p, int64_t k) { _tile_loadd(4, A + p * pa + k, sa); };
-  auto a_bot = [&](int p, int64_t k) { _tile_loadd(5, A + p * pa + 16 * lda + k, sa); };
-  auto b_left = [&](int p, int64_t k) { _tile_loadd(6, B + p * pb + (k / 2) * ldb, sb); };
-  auto b_right = [&](int p, int64_t k) { _tile_loadd(7, B + p * pb + (k / 2) * ldb + 32, sb); };
-  constexpr int kHi = 0, kMid = 1, kLo = 2;
-  a_top(kHi, 0);
-  b_left(kLo, 0);
-  a_bot(kHi, 0);
-  b_right(kLo, 0);
+  void a_top(int p, int64_t k) const { _tile_loadd(4, A + p * pa + k, int(lda * 2)); }
+  void a_bot(int p, int64_t k) const { _tile_loadd(5, A + p * pa + 16 * lda + k, int(lda * 2)); }
+  void b_left(int p, int64_t k) const { _tile_loadd(6, B + p * pb + (k / 2) * ldb, int(ldb * 2)); }
+  void b_right(int p, int64_t k) const { _tile_loadd(7, B + p * pb + (k / 2) * ldb + 32, int(ldb * 2)); }
+
+  // C's four tiles (loaded or zeroed) and the first chunk's operands.
+  void begin(float* C, int64_t ldc, bool accumulate) const {
+    const int sc = int(ldc * 4);
+    if (accumulate) {
+      _tile_loadd(0, C, sc);
+      _tile_loadd(1, C + 16, sc);
+      _tile_loadd(2, C + 16 * ldc, sc);
+      _tile_loadd(3, C + 16 * ldc + 16, sc);
+    } else {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+    a_top(kHi, 0);
+    b_left(kLo, 0);
+    a_bot(kHi, 0);
+    b_right(kLo, 0);
+  }
+  void end(float* C, int64_t ldc) const {
+    const int sc = int(ldc * 4);
+    _tile_stored(0, C, sc);
+    _tile_stored(1, C + 16, sc);
+    _tile_stored(2, C + 16 * ldc, sc);
+    _tile_stored(3, C + 16 * ldc + 16, sc);
+  }
+
   // The four products of a step: C(i, j) += A(i) B(j), tile 2i + j, A's top
   // (i = 0, tmm4) / bottom (tmm5) rows, B's left (j = 0, tmm6) / right (tmm7).
   // Before a B change the left column's products go first, so that the new
   // left tile loads while the right's run; before an A change the top row's.
-  auto step_then_b = [&](int p, int64_t k) {
+  void step_then_b(int p, int64_t k) const {
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(2, 5, 6);
     b_left(p, k);
     _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(3, 5, 7);
     b_right(p, k);
-  };
-  auto step_then_a = [&](int p, int64_t k) {
+  }
+  void step_then_a(int p, int64_t k) const {
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
     a_top(p, k);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
     a_bot(p, k);
-  };
-  for (int64_t k = 0; k < K; k += 32) {
-    step_then_b(kHi, k);   // hi lo, then B -> hi
-    step_then_b(kMid, k);  // hi hi, then B -> mid
-    step_then_a(kMid, k);  // hi mid, then A -> mid
-    // mid mid, then B -> hi: after an A change the top row first (its tile
-    // loaded earliest), the left tile reloaded after its last reader.
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    b_left(kHi, k);
-    _tile_dpbf16ps(3, 5, 7);
-    b_right(kHi, k);
-    step_then_a(kLo, k);  // mid hi, then A -> lo
-    // lo hi; the next chunk's hi lo (both operands change)
-    const int64_t kn = k + 32;
-    const bool more = kn < K;
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    if (more) a_top(kHi, kn);
-    _tile_dpbf16ps(2, 5, 6);
-    if (more) b_left(kLo, kn);
-    _tile_dpbf16ps(3, 5, 7);
-    if (more) {
-      a_bot(kHi, kn);
-      b_right(kLo, kn);
+  }
+  // Step kStep of the chunk at depth k (of K).
+  template <int kStep>
+  void step(int64_t k, int64_t K) const {
+    if constexpr (kStep == 0) step_then_b(kHi, k);  // hi lo, then B -> hi
+    if constexpr (kStep == 1) step_then_b(kMid, k);  // hi hi, then B -> mid
+    if constexpr (kStep == 2) step_then_a(kMid, k);  // hi mid, then A -> mid
+    if constexpr (kStep == 3) {
+      // mid mid, then B -> hi: after an A change the top row first (its tile
+      // loaded earliest), the left tile reloaded after its last reader.
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      b_left(kHi, k);
+      _tile_dpbf16ps(3, 5, 7);
+      b_right(kHi, k);
+    }
+    if constexpr (kStep == 4) step_then_a(kLo, k);  // mid hi, then A -> lo
+    if constexpr (kStep == 5) {
+      // lo hi; the next chunk's hi lo (both operands change)
+      const int64_t kn = k + 32;
+      const bool more = kn < K;
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (more) a_top(kHi, kn);
+      _tile_dpbf16ps(2, 5, 6);
+      if (more) b_left(kLo, kn);
+      _tile_dpbf16ps(3, 5, 7);
+      if (more) {
+        a_bot(kHi, kn);
+        b_right(kLo, kn);
+      }
     }
   }
-  _tile_stored(0, C, sc);
-  _tile_stored(1, C + 16, sc);
-  _tile_stored(2, C + 16 * ldc, sc);
-  _tile_stored(3, C + 16 * ldc + 16, sc);
+};
+
+inline void split_block_2x2(int64_t K, const uint16_t* A, int64_t lda, int64_t pa, const uint16_t* B,
+                            int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate) {
+  const SplitBlock2x2 b{A, lda, pa, B, ldb, pb};
+  b.begin(C, ldc, accumulate);
+  for (int64_t k = 0; k < K; k += 32) {
+    b.step<0>(k, K);
+    b.step<1>(k, K);
+    b.step<2>(k, K);
+    b.step<3>(k, K);
+    b.step<4>(k, K);
+    b.step<5>(k, K);
+  }
+  b.end(C, ldc);
 }
 
 // FA_AMX_SPLIT_SCHEDULE=0 (A/B builds): split 2 x 2 blocks in tile_block's
@@ -226,5 +261,134 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_
     }
   }
 }
+
+// tile_gemm issued a few products at a time. The tile unit computes in the
+// background of the core's other instructions, but the reorder buffer
+// retires in order: AVX-512 work placed after a run of products can execute
+// only as far as the buffer reaches, so a caller that wants that work (the
+// softmax) to run under the products issues them in steps of four and runs
+// its own instructions between the steps. (Microbenchmark, one core:
+// products in runs of 4-8 overlapped 75-95% of the shorter side, runs of 24
+// or more about half as much; bench/NOTES.md, "Tile GEMMs under the
+// softmax".) A 2 x 2 block takes one step per 32-deep chunk (kSplit: six,
+// SplitBlock2x2's steps), an edge block one step in all. Between steps the
+// job owns the tile registers: jobs run one after another, never
+// interleaved with each other.
+template <bool kSplit = false>
+class TileGemmJob {
+ public:
+  TileGemmJob() = default;  // no work
+  TileGemmJob(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda, int64_t pa,
+              const uint16_t* B, int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate)
+      : M_(N > 0 ? M : 0), N_(N), K_(K), A_(A), lda_(lda), pa_(pa), B_(B), ldb_(ldb), pb_(pb), C_(C),
+        ldc_(ldc), accumulate_(accumulate) {}
+
+  bool done() const { return m0_ >= M_; }
+  // Steps of the whole job (for pacing it over the caller's loop).
+  int64_t steps() const {
+    const int64_t full = (M_ / 32) * (N_ / 32), all = ((M_ + 31) / 32) * ((N_ + 31) / 32);
+    return full * (K_ / 32) * kChunkSteps + (all - full);
+  }
+  __attribute__((always_inline)) void step() {
+    const uint16_t* a = A_ + m0_ * lda_;
+    const uint16_t* b = B_ + n0_ * 2;
+    float* c = C_ + m0_ * ldc_ + n0_;
+    const bool m2 = M_ - m0_ >= 32, n2 = N_ - n0_ >= 32;
+    if (!(m2 && n2) || K_ == 0) {
+      if (m2 && n2) tile_block<2, 2, kSplit>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      else if (m2) tile_block<2, 1, kSplit>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      else if (n2) tile_block<1, 2, kSplit>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      else tile_block<1, 1, kSplit>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      next_block();
+      return;
+    }
+    if constexpr (kSplit && FA_AMX_SPLIT_SCHEDULE) {
+      const SplitBlock2x2 blk{a, lda_, pa_, b, ldb_, pb_};
+      if (k_ == 0 && sub_ == 0) blk.begin(c, ldc_, accumulate_);
+      switch (sub_) {
+        case 0: blk.step<0>(k_, K_); break;
+        case 1: blk.step<1>(k_, K_); break;
+        case 2: blk.step<2>(k_, K_); break;
+        case 3: blk.step<3>(k_, K_); break;
+        case 4: blk.step<4>(k_, K_); break;
+        default: blk.step<5>(k_, K_); break;
+      }
+      if (++sub_ < kChunkSteps) return;
+      sub_ = 0;
+      k_ += 32;
+      if (k_ < K_) return;
+      blk.end(c, ldc_);
+      next_block();
+    } else if constexpr (kSplit) {
+      // The A/B schedule switch: whole blocks.
+      tile_block<2, 2, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      next_block();
+    } else {
+      const int sa = int(lda_ * 2), sb = int(ldb_ * 2), sc = int(ldc_ * 4);
+      if (k_ == 0) {
+        if (accumulate_) {
+          _tile_loadd(0, c, sc);
+          _tile_loadd(1, c + 16, sc);
+          _tile_loadd(2, c + 16 * ldc_, sc);
+          _tile_loadd(3, c + 16 * ldc_ + 16, sc);
+        } else {
+          _tile_zero(0);
+          _tile_zero(1);
+          _tile_zero(2);
+          _tile_zero(3);
+        }
+      }
+      // tile_block's chunk.
+      _tile_loadd(4, a + k_, sa);
+      _tile_loadd(5, a + 16 * lda_ + k_, sa);
+      _tile_loadd(6, b + (k_ / 2) * ldb_, sb);
+      _tile_loadd(7, b + (k_ / 2) * ldb_ + 32, sb);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+      k_ += 32;
+      if (k_ < K_) return;
+      _tile_stored(0, c, sc);
+      _tile_stored(1, c + 16, sc);
+      _tile_stored(2, c + 16 * ldc_, sc);
+      _tile_stored(3, c + 16 * ldc_ + 16, sc);
+      next_block();
+    }
+  }
+  void finish() {
+    // Not started: tile_gemm's tight loop (stepping a whole job measured 7%
+    // slower on the bf16 forward: each step reloads its state).
+    if (m0_ == 0 && n0_ == 0 && k_ == 0 && sub_ == 0 && !done()) {
+      tile_gemm<kSplit>(M_, N_, K_, A_, lda_, B_, ldb_, C_, ldc_, accumulate_, pa_, pb_);
+      m0_ = M_;
+      return;
+    }
+    while (!done()) step();
+  }
+
+ private:
+  static constexpr int kChunkSteps = kSplit && FA_AMX_SPLIT_SCHEDULE ? 6 : 1;
+  // tile_gemm's order: the N loop inside.
+  void next_block() {
+    k_ = 0;
+    sub_ = 0;
+    n0_ += 32;
+    if (n0_ >= N_) {
+      n0_ = 0;
+      m0_ += 32;
+    }
+  }
+  int64_t M_ = 0, N_ = 0, K_ = 0;
+  const uint16_t* A_ = nullptr;
+  int64_t lda_ = 0, pa_ = 0;
+  const uint16_t* B_ = nullptr;
+  int64_t ldb_ = 0, pb_ = 0;
+  float* C_ = nullptr;
+  int64_t ldc_ = 0;
+  bool accumulate_ = false;
+  int64_t m0_ = 0, n0_ = 0, k_ = 0;
+  int sub_ = 0;
+};
 
 }  // namespace flashattn::detail::cpu::FA_ISA_NS

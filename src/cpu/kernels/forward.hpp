@@ -81,9 +81,11 @@ inline FwdLayout fwd_layout(int64_t d, int pieces = 1) {
   Carver c;
 #if FA_AMX
   // bf16 (and split fp32) on AMX, the only dtypes this layout serves
-  // there, packs its own operands below and keeps S^T for 32 queries at a time.
+  // there, packs its own operands below and keeps S^T for one block of 32
+  // queries at a time (split fp32: two, forward_amx.hpp's pipeline).
+  const int blocks = pieces > 1 ? 2 : 1;
   L.qt = L.k = L.v = 0;
-  L.s = c.take(FBC * 32);
+  L.s = c.take(blocks * FBC * 32);
 #else
   L.ldk = tile_ld(d);
   L.ldv = tile_ld(L.dpad);
@@ -120,7 +122,7 @@ inline FwdLayout fwd_layout(int64_t d, int pieces = 1) {
   L.qv = c.take(pieces * dq32 / 2 * FBR);      // Q^T, VNNI pairs of bf16: dq32/2 x FBR
   L.kb16 = c.take(pieces * FBC * dq32 / 2);    // K tile, bf16 rows: FBC x dq32
   L.vt16 = c.take(pieces * L.dpad * FBC / 2);  // V^T, bf16: dpad x FBC
-  L.pv = c.take(pieces * FBC / 2 * 32);        // P^T of 32 queries, VNNI pairs of bf16: FBC/2 x 32
+  L.pv = c.take(blocks * pieces * FBC / 2 * 32);  // P^T of 32 queries per block, VNNI pairs of bf16: FBC/2 x 32
   L.ot = c.take(L.dpad * FBR);        // O^T: dpad x FBR, in blocks of 32 queries
 #endif
   L.per_thread = c.floats;

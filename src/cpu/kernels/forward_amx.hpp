@@ -43,6 +43,12 @@
 #define FA_AMX_FWD_PF 1
 #endif
 
+// 1: split fp32 runs the query blocks as a pipeline, the next GEMMs under
+// each block's softmax (attend_amx); 0: one block after another, as bf16.
+#ifndef FA_AMX_FWD_OVERLAP
+#define FA_AMX_FWD_OVERLAP 1
+#endif
+
 namespace flashattn::detail::cpu::FA_ISA_NS {
 
 static_assert(FBC % 32 == 0 && FBR % 32 == 0, "AMX tiles: 32 keys, 32 queries per block");
@@ -151,10 +157,11 @@ inline SplitKV split_kv_of(const FwdParams& p, const uint16_t* buf, int64_t b, i
 }
 
 // Queries per block: the softmax, the P^T packing and the O^T update of one
-// block run back to back on buffers of their own (S^T 16 KiB, O^T 16 KiB at
-// d = 128, P^T 8 KiB), so they stay in L1 between the two GEMMs; whole-tile
-// buffers 1 KiB a row apart spilled to L2 and fell into a few L1 sets.
-constexpr int64_t QB = 32;  // fwd_layout (forward.hpp) sizes L.s for it: FBC x 32
+// block run on buffers of their own (S^T 32 KiB, O^T 16 KiB at d = 128, P^T
+// 16 KiB; split fp32: P^T 48 KiB, and two blocks' S^T and P^T at a time for
+// the pipeline below); whole-tile buffers 1 KiB a row apart fell into a few
+// L1 sets.
+constexpr int64_t QB = 32;  // fwd_layout (forward.hpp) sizes L.s and L.pv for it
 
 // P^T of one block: FBC / 2 pair rows of 2 * QB bf16, one plane per piece.
 constexpr int64_t kPvPlane = FBC * QB;
@@ -178,14 +185,16 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
                 const KV& K, const KV& V, float qscale, float cap, const Variants* var, bool fresh) {
   constexpr bool kSplit = std::is_same_v<row_type_t<KV>, float>;
   constexpr bool kPresplit = std::is_same_v<KV, SplitKV>;
+  // The query blocks' software pipeline (below): split fp32 on the tile unit.
+  constexpr bool kOverlap = kSplit && FA_AMX_FWD_OVERLAP;
   const int64_t dp = L.dpad, dq32 = round_up(d, 32);
   // Piece strides (kSplit): K pieces side by side in a row, the others in planes.
   const int64_t kld = kSplit ? 3 * dq32 : dq32, vt_plane = dp * FBC, qv_plane = dq32 * FBR;
   const bool capped = cap > 0.0f;
   const bool alibi = var && var->alibi, dropout = var && var->dropout;
   const bool plain = !capped && !alibi;
-  // s: S^T of one query block (FBC x QB); ot: O^T by blocks, block b at
-  // ot + b * QB * dp (dp x QB each); pv: P^T of one block in VNNI pairs.
+  // s: S^T of two query blocks (FBC x QB each); ot: O^T by blocks, block b
+  // at ot + b * QB * dp (dp x QB each); pv: P^T of two blocks in VNNI pairs.
   float *s = ws + L.s, *o = ws + L.o, *ot = ws + L.ot;
   float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al;
   const uint16_t* qv = reinterpret_cast<const uint16_t*>(ws + L.qv);
@@ -246,29 +255,63 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
     const int64_t pf0 = c0 + FBC, pf1 = std::min(c_end, c0 + 2 * FBC);
     const int64_t pf_step = FA_AMX_FWD_PF && pf1 > pf0 ? (pf1 - pf0 + nblk - 1) / nblk : 0;
 
-    for (int64_t cb = 0; cb < ncol; cb += QB) {
+    // Split fp32 (kOverlap) runs the query blocks as a software pipeline, so
+    // that the tile unit computes under the softmax (amx_tiles.hpp,
+    // TileGemmJob): while block b's softmax runs on the AVX-512 units, its
+    // loop issues, a few products at a time, block b - 1's P V and block
+    // b + 1's Q K^T. S^T and P^T have two buffers each (block b's in buffer
+    // b % 2). Block b's own P V is issued under block b + 1's softmax, the
+    // last one after the loop. bf16 runs the blocks one after another (S^T,
+    // softmax, P V) on one buffer each: its GEMMs are a sixth of fp32's, and
+    // the pipeline measured 7-12% slower there (the steps' bookkeeping costs
+    // more than the overlap wins; bench/NOTES.md, "Tile GEMMs under the
+    // softmax").
+    // Blocks are the key tile's visible ones (a partial tile's keys that
+    // some column of a block sees end at c0 + nkb: on a causal diagonal the
+    // early blocks stop well short of nk, and the GEMMs and the softmax stop
+    // there too; a block that sees none is skipped).
+    auto keys_of = [&](int64_t cb) {
+      if (!partial) return nk;
       const int64_t nb = std::min(QB, ncol - cb);
+      int64_t kmax = 0;
+      for (int64_t c = 0; c < nb; ++c) kmax = std::max<int64_t>(kmax, hi[cb + c]);
+      return std::clamp<int64_t>(kmax - c0, 0, nk);
+    };
+    auto next_block = [&](int64_t cb) {  // the first visible block from cb (ncol if none)
+      for (; cb < ncol; cb += QB)
+        if (keys_of(cb) > 0) break;
+      return cb;
+    };
+    using Job = TileGemmJob<kSplit>;
+    auto s_job = [&](int64_t cb, int buf) {  // raw q.k into S^T buffer buf
+      const int64_t nb = std::min(QB, ncol - cb);
+      return pair_gemm_job<kSplit>(round_up(keys_of(cb), 16), nb, dq32, ka, lda, dq32, qv + 2 * cb, 2 * FBR,
+                                   qv_plane, s + buf * FBC * QB, QB, false);
+    };
+    Job pv_prev;  // P V of the block before (kOverlap: pending)
+    int64_t cb = next_block(0);
+    Job s_next = cb < ncol && kOverlap ? s_job(cb, 0) : Job();
+    s_next.finish();  // the first block's S^T: nothing to run under it
+    for (int buf = 0; cb < ncol; buf = kOverlap ? buf ^ 1 : 0) {
+      const int64_t nb = std::min(QB, ncol - cb), nkb = keys_of(cb);
+      const int64_t nkb32 = round_up(nkb, 32);
       float* otb = ot + cb * dp;
+      float* sb = s + buf * FBC * QB;
+      uint16_t* pvb = pv + buf * (kSplit ? 3 : 1) * kPvPlane;
+      const int64_t cn = next_block(cb + QB);
+      if constexpr (kOverlap) {
+        s_next = cn < ncol ? s_job(cn, buf ^ 1) : Job();
+      } else {
+        s_job(cb, buf).finish();
+      }
       if (pf_step) {
         const int64_t a = pf0 + cb / QB * pf_step, e = std::min(pf1, a + pf_step);
         prefetch_rows(K, a, e, d);
         prefetch_rows(V, a, e, d);
       }
-      // A partial tile's keys that some column of this block sees end at
-      // c0 + nkb: on a causal diagonal the early blocks stop well short of
-      // nk, and the GEMMs and the softmax stop there too (the keys past it
-      // are masked for every column; a block that sees none is skipped).
-      int64_t nkb = nk;
-      if (partial) {
-        int64_t kmax = 0;
-        for (int64_t c = 0; c < nb; ++c) kmax = std::max<int64_t>(kmax, hi[cb + c]);
-        nkb = std::clamp<int64_t>(kmax - c0, 0, nk);
-        if (nkb == 0) continue;
-      }
-      const int64_t nkb16 = round_up(nkb, 16), nkb32 = round_up(nkb, 32);
-      pair_gemm<kSplit>(nkb16, nb, dq32, ka, lda, dq32, qv + 2 * cb, 2 * FBR, qv_plane, s, QB,
-                        false);  // raw q.k
-      if (partial) mask_cols_abs(s, QB, lo + cb, hi + cb, nb, c0, nkb);
+      if (partial) mask_cols_abs(sb, QB, lo + cb, hi + cb, nb, c0, nkb);
+      // The exponential loop's iterations pace the two jobs (none without kOverlap).
+      GemmPacer<Job> pacer(&pv_prev, &s_next, ((nb + VW - 1) / VW) * (nkb32 / 2));
 
       for (int64_t c = 0; c < nb; c += VW) {
         // Plain scores stay raw q.k and the scale rides in the exponent's
@@ -280,20 +323,20 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
           vf m1 = mx, m2 = mx, m3 = mx;
           int64_t j = 0;
           for (; j + 4 <= nkb; j += 4) {
-            mx = vmax(mx, vload(s + j * QB + c));
-            m1 = vmax(m1, vload(s + (j + 1) * QB + c));
-            m2 = vmax(m2, vload(s + (j + 2) * QB + c));
-            m3 = vmax(m3, vload(s + (j + 3) * QB + c));
+            mx = vmax(mx, vload(sb + j * QB + c));
+            m1 = vmax(m1, vload(sb + (j + 1) * QB + c));
+            m2 = vmax(m2, vload(sb + (j + 2) * QB + c));
+            m3 = vmax(m3, vload(sb + (j + 3) * QB + c));
           }
-          for (; j < nkb; ++j) mx = vmax(mx, vload(s + j * QB + c));
+          for (; j < nkb; ++j) mx = vmax(mx, vload(sb + j * QB + c));
           mx = vmax(vmax(mx, m1), vmax(m2, m3)) * vsplat(qscale);
         } else {
           const vf qp = alibi ? vload(ws + L.qpos + cb + c) : vsplat(0.0f);
           for (int64_t j = 0; j < nkb; ++j) {
-            vf x = vload(s + j * QB + c) * vsplat(qscale);
+            vf x = vload(sb + j * QB + c) * vsplat(qscale);
             if (capped) x = vsoftcap(x, cap);
             if (alibi) x += var->bias_q(qp, c0 + j);
-            vstore(s + j * QB + c, x);
+            vstore(sb + j * QB + c, x);
             mx = vmax(mx, x);
           }
         }
@@ -304,27 +347,29 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         vf sum = vsplat(0.0f), sum1 = sum;
         for (int64_t j = 0; j < nkb32; j += 2) {
           const vf zero = vsplat(0.0f);
-          const vf p0 = j < nkb ? vexp(vload(s + j * QB + c) * qs - mu) : zero;
-          const vf p1 = j + 1 < nkb ? vexp(vload(s + (j + 1) * QB + c) * qs - mu) : zero;
+          const vf p0 = j < nkb ? vexp(vload(sb + j * QB + c) * qs - mu) : zero;
+          const vf p1 = j + 1 < nkb ? vexp(vload(sb + (j + 1) * QB + c) * qs - mu) : zero;
           sum += p0;
           sum1 += p1;
           if (dropout) {  // P~ = P o Z / (1 - p) is packed after the keep mask below
-            vstore(s + j * QB + c, p0);
-            vstore(s + (j + 1) * QB + c, p1);
+            vstore(sb + j * QB + c, p0);
+            vstore(sb + (j + 1) * QB + c, p1);
           } else {
-            store_p_pair<kSplit>(pv, j, c, p0, p1);
+            store_p_pair<kSplit>(pvb, j, c, p0, p1);
           }
+          pacer.tick();
         }
         vstore(l + cb + c, alpha * vload(l + cb + c) + (sum + sum1));
         vstore(m + cb + c, mnew);
         vstore(al + cb + c, alpha);
       }
+      pacer.finish();
       if (dropout) {
         float* zr = ws + L.zr;
         for (int64_t c = 0; c < std::min(nb, nq - cb); ++c) {
           const int64_t i = var->row0 + cb + c;
           var->keep_row(i, c0, nkb, zr);
-          for (int64_t j = 0; j < nkb; ++j) s[j * QB + c] *= zr[j];
+          for (int64_t j = 0; j < nkb; ++j) sb[j * QB + c] *= zr[j];
           if (var->mask) {
             int32_t* mrow = var->mask + i * var->seqlen_k;
             for (int64_t j = 0; j < nkb; ++j)
@@ -334,16 +379,16 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         for (int64_t j = 0; j < nkb32; j += 2)
           for (int64_t c = 0; c < nb; c += VW) {
             // Rows past nkb hold stale values: the pair's zeros come from here.
-            const vf p0 = j < nkb ? vload(s + j * QB + c) : vsplat(0.0f);
-            const vf p1 = j + 1 < nkb ? vload(s + (j + 1) * QB + c) : vsplat(0.0f);
-            store_p_pair<kSplit>(pv, j, c, p0, p1);
+            const vf p0 = j < nkb ? vload(sb + j * QB + c) : vsplat(0.0f);
+            const vf p1 = j + 1 < nkb ? vload(sb + (j + 1) * QB + c) : vsplat(0.0f);
+            store_p_pair<kSplit>(pvb, j, c, p0, p1);
           }
       }
       if ((partial || dropout) && vbad) {
         // A masked P is exactly 0 and 0 * inf/NaN would reach rows that cannot
         // see the key (forward.hpp, pv_skipping_zeros): skip zero terms. Rare.
         auto p_at = [&](int64_t j, int64_t c) {  // P as the GEMM sees it (the pieces' sum)
-          const uint16_t* x = pv + (j / 2) * 2 * QB + 2 * c + (j & 1);
+          const uint16_t* x = pvb + (j / 2) * 2 * QB + 2 * c + (j & 1);
           float v = bf16_bits_to_float(x[0]);
           if constexpr (kSplit) v += bf16_bits_to_float(x[kPvPlane]) + bf16_bits_to_float(x[2 * kPvPlane]);
           return v;
@@ -360,17 +405,21 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
             for (int64_t k = 0; k < d; ++k) otb[k * QB + c] += pij * v_at(j, k);
           }
         }
-        continue;
+        pv_prev = Job();
+      } else {
+        // Rescale only where some factor is not exactly 1 (once a row's
+        // maximum has settled, most tiles leave it unchanged).
+        for (int64_t c = 0; c < nb; c += VW) {
+          const vf a = vload(al + cb + c);
+          if (_mm512_cmpneq_ps_mask(reinterpret_cast<__m512>(a), _mm512_set1_ps(1.0f)) == 0) continue;
+          for (int64_t k = 0; k < dp; ++k) vstore(otb + k * QB + c, vload(otb + k * QB + c) * a);
+        }
+        pv_prev = pair_gemm_job<kSplit>(dp, nb, nkb32, vtile, ldv, vplane, pvb, 2 * QB, kPvPlane, otb, QB, true);
+        if constexpr (!kOverlap) pv_prev.finish();
       }
-      // Rescale only where some factor is not exactly 1 (once a row's
-      // maximum has settled, most tiles leave it unchanged).
-      for (int64_t c = 0; c < nb; c += VW) {
-        const vf a = vload(al + cb + c);
-        if (_mm512_cmpneq_ps_mask(reinterpret_cast<__m512>(a), _mm512_set1_ps(1.0f)) == 0) continue;
-        for (int64_t k = 0; k < dp; ++k) vstore(otb + k * QB + c, vload(otb + k * QB + c) * a);
-      }
-      pair_gemm<kSplit>(dp, nb, nkb32, vtile, ldv, vplane, pv, 2 * QB, kPvPlane, otb, QB, true);
+      cb = cn;
     }
+    pv_prev.finish();
   }
   release_tiles();
   for (int64_t i = 0; i < nq; ++i) {
