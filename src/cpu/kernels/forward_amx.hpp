@@ -357,7 +357,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
           } else {
             store_p_pair<kSplit>(pvb, j, c, p0, p1);
           }
-          pacer.tick();
+          if constexpr (kOverlap) pacer.tick();
         }
         vstore(l + cb + c, alpha * vload(l + cb + c) + (sum + sum1));
         vstore(m + cb + c, mnew);
