@@ -193,8 +193,9 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
   const bool capped = cap > 0.0f;
   const bool alibi = var && var->alibi, dropout = var && var->dropout;
   const bool plain = !capped && !alibi;
-  // s: S^T of two query blocks (FBC x QB each); ot: O^T by blocks, block b
-  // at ot + b * QB * dp (dp x QB each); pv: P^T of two blocks in VNNI pairs.
+  // s: S^T of a query block (FBC x QB; kOverlap: two blocks'); ot: O^T by
+  // blocks, block b at ot + b * QB * dp (dp x QB each); pv: P^T of a block
+  // in VNNI pairs (kOverlap: two).
   float *s = ws + L.s, *o = ws + L.o, *ot = ws + L.ot;
   float *m = ws + L.m, *l = ws + L.l, *al = ws + L.al;
   const uint16_t* qv = reinterpret_cast<const uint16_t*>(ws + L.qv);
@@ -263,9 +264,8 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
     // b % 2). Block b's own P V is issued under block b + 1's softmax, the
     // last one after the loop. bf16 runs the blocks one after another (S^T,
     // softmax, P V) on one buffer each: its GEMMs are a sixth of fp32's, and
-    // the pipeline measured 7-12% slower there (the steps' bookkeeping costs
-    // more than the overlap wins; bench/NOTES.md, "Tile GEMMs under the
-    // softmax").
+    // through the pipeline it measured level at best (bench/NOTES.md, "Tile
+    // GEMMs under the softmax").
     // Blocks are the key tile's visible ones (a partial tile's keys that
     // some column of a block sees end at c0 + nkb: on a causal diagonal the
     // early blocks stop well short of nk, and the GEMMs and the softmax stop
