@@ -1,7 +1,8 @@
 // The bf16 GEMM engine on AMX tiles (kernels_amx.cpp): the tile
-// configuration and a blocked tile GEMM. dpbf16_gemm.hpp offers the same
-// three functions on AVX512-BF16 dot products; bf16_pack.hpp builds the
-// operand layouts both read.
+// configuration, a blocked tile GEMM, and the same GEMM as a job issued a
+// few products at a time (TileGemmJob). dpbf16_gemm.hpp offers the same
+// interface on AVX512-BF16 dot products; bf16_pack.hpp builds the operand
+// layouts both read.
 //
 // TDPBF16PS C += A B on tiles: C is 16 x 16 fp32, A is 16 rows x 32 bf16
 // (row-major), B is 16 rows x 16 *pairs*: B row r holds (B[2r][n], B[2r+1][n])
