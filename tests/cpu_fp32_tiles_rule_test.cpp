@@ -61,6 +61,42 @@ TEST(Fp32TilesRule, WindowBoundsTheCost) {
   EXPECT_TRUE(bwd(shape(8192, 8192, 1100, 0)));
 }
 
+// visible_pairs' closed form against the row walk it replaced, on every
+// mask shape: no mask, causal and windows with Sq < Sk, Sq = Sk, Sq > Sk
+// (rows that see nothing), windows wider than the keys, left / right only.
+TEST(Fp32TilesRule, VisiblePairsMatchTheRowWalk) {
+  const int64_t lens[] = {1, 2, 7, 64, 255, 256, 257, 1000};
+  const int64_t wins[] = {-1, 0, 1, 5, 63, 300, 5000};
+  int checked = 0;
+  for (int64_t sq : lens)
+    for (int64_t sk : lens)
+      for (int64_t left : wins)
+        for (int64_t right : wins) {
+          const AttnParams p = shape(sq, sk, left, right);
+          const flashattn::detail::WindowMask m(p);
+          int64_t walk = 0;
+          for (int64_t i = 0; i < sq; ++i) {
+            const auto r = m.keys(i);
+            walk += r.empty() ? 0 : r.end - r.begin;
+          }
+          ASSERT_TRUE(flashattn::detail::cpu::visible_pairs(p) == walk)
+              << "sq " << sq << " sk " << sk << " window " << left << "," << right << ": walk " << walk
+              << ", closed form " << int64_t(flashattn::detail::cpu::visible_pairs(p));
+          ++checked;
+        }
+  EXPECT_EQ(checked, 8 * 8 * 7 * 7);
+}
+
+// The fuzzer's 2^31-row calls (an empty batch, or one the argument checks
+// refuse later) decide in no time, and the sum does not overflow.
+TEST(Fp32TilesRule, HugeRowCountsAreClosedForm) {
+  const int64_t big = 2147483647;
+  EXPECT_TRUE(flashattn::detail::cpu::visible_pairs(shape(big, big)) == __int128(big) * big);
+  EXPECT_TRUE(fwd(shape(big, big)));
+  EXPECT_FALSE(fwd(shape(big, 78)));
+  EXPECT_TRUE(flashattn::detail::cpu::visible_pairs(shape(big, 11, -1, 0)) == 66);  // only the last 11 rows see keys
+}
+
 TEST(Fp32TilesRule, EmptyNever) {
   EXPECT_FALSE(fwd(shape(0, 4096)));
   EXPECT_FALSE(fwd(shape(4096, 0)));
