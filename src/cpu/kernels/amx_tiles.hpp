@@ -1,8 +1,8 @@
 // The bf16 GEMM engine on AMX tiles (kernels_amx.cpp): the tile
-// configuration, a blocked tile GEMM, and the same GEMM as a job issued a
-// few products at a time (TileGemmJob). dpbf16_gemm.hpp offers the same
-// interface on AVX512-BF16 dot products; bf16_pack.hpp builds the operand
-// layouts both read.
+// configuration, a blocked tile GEMM, and the split GEMM as a job issued a
+// few products at a time (SplitGemmJob). dpbf16_gemm.hpp offers the same
+// configuration and GEMM on AVX512-BF16 dot products; bf16_pack.hpp builds
+// the operand layouts both read.
 //
 // TDPBF16PS C += A B on tiles: C is 16 x 16 fp32, A is 16 rows x 32 bf16
 // (row-major), B is 16 rows x 16 *pairs*: B row r holds (B[2r][n], B[2r+1][n])
@@ -60,7 +60,7 @@ inline void release_tiles() { _tile_release(); }
 // mid mid, mid hi, lo hi, so that consecutive steps change one operand
 // (A or B) except across chunks; 14 tile loads per 24 products. A 32-deep
 // chunk is six steps of four products (step<0> .. step<5>), which
-// TileGemmJob (below) also issues one at a time.
+// SplitGemmJob (below) also issues one at a time.
 struct SplitBlock2x2 {
   const uint16_t* A;
   int64_t lda, pa;
@@ -263,32 +263,31 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_
   }
 }
 
-// tile_gemm issued a few products at a time. The tile unit computes in the
-// background of the core's other instructions, but the reorder buffer
-// retires in order: AVX-512 work placed after a run of products can execute
-// only as far as the buffer reaches, so a caller that wants that work (the
-// softmax) to run under the products issues them in steps of four and runs
-// its own instructions between the steps. (Microbenchmark, one core:
-// products in runs of 4-8 overlapped 75-95% of the shorter side, runs of 24
-// or more about half as much; bench/NOTES.md, "Tile GEMMs under the
-// softmax".) kSplit: a 2 x 2 block takes six steps per 32-deep chunk
-// (SplitBlock2x2's), an edge block one step in all. Without kSplit (bf16,
-// whose GEMMs are too short for the overlap to pay: the same note) the whole
-// GEMM is one step. Between steps the job owns the tile registers: jobs run
-// one after another, never interleaved with each other.
-template <bool kSplit = false>
-class TileGemmJob {
+// The split tile_gemm (kSplit) issued a few products at a time. The tile
+// unit computes in the background of the core's other instructions, but the
+// reorder buffer retires in order: AVX-512 work placed after a run of
+// products can execute only as far as the buffer reaches, so a caller that
+// wants that work (the softmax) to run under the products issues them in
+// steps of four and runs its own instructions between the steps.
+// (Microbenchmark, one core: products in runs of 4-8 overlapped 75-95% of the
+// shorter side, runs of 24 or more about half as much; bench/NOTES.md, "Tile
+// GEMMs under the softmax".) A 2 x 2 block takes six steps per 32-deep chunk
+// (SplitBlock2x2's), an edge block one step in all. Between steps the job
+// owns the tile registers: jobs run one after another, never interleaved with
+// each other. (bf16's GEMMs are too short for the overlap to pay, and
+// FA_AMX_SPLIT_SCHEDULE=0 has no steps: both run as bf16_gemm.hpp's
+// WholeGemmJob.)
+class SplitGemmJob {
  public:
-  TileGemmJob() = default;  // no work
-  TileGemmJob(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda, int64_t pa,
-              const uint16_t* B, int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate)
+  SplitGemmJob() = default;  // no work
+  SplitGemmJob(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda, int64_t pa,
+               const uint16_t* B, int64_t ldb, int64_t pb, float* C, int64_t ldc, bool accumulate)
       : M_(N > 0 ? M : 0), N_(N), K_(K), A_(A), lda_(lda), pa_(pa), B_(B), ldb_(ldb), pb_(pb), C_(C),
         ldc_(ldc), accumulate_(accumulate) {}
 
   bool done() const { return m0_ >= M_; }
   // Steps of the whole job (for pacing it over the caller's loop).
   int64_t steps() const {
-    if constexpr (!kStepped) return done() ? 0 : 1;
     const int64_t full = (M_ / 32) * (N_ / 32), all = ((M_ + 31) / 32) * ((N_ + 31) / 32);
     return full * (K_ / 32) * 6 + (all - full);
   }
@@ -296,44 +295,40 @@ class TileGemmJob {
   // registers there (a call per step measured ~5% more time on the fp32
   // forward at 2k tokens).
   __attribute__((always_inline)) void step() {
-    if constexpr (!kStepped) {
-      finish();
-    } else {
-      const uint16_t* a = A_ + m0_ * lda_;
-      const uint16_t* b = B_ + n0_ * 2;
-      float* c = C_ + m0_ * ldc_ + n0_;
-      const bool m2 = M_ - m0_ >= 32, n2 = N_ - n0_ >= 32;
-      if (!(m2 && n2) || K_ == 0) {
-        if (m2 && n2) tile_block<2, 2, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
-        else if (m2) tile_block<2, 1, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
-        else if (n2) tile_block<1, 2, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
-        else tile_block<1, 1, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
-        next_block();
-        return;
-      }
-      const SplitBlock2x2 blk{a, lda_, pa_, b, ldb_, pb_};
-      if (k_ == 0 && sub_ == 0) blk.begin(c, ldc_, accumulate_);
-      switch (sub_) {
-        case 0: blk.step<0>(k_, K_); break;
-        case 1: blk.step<1>(k_, K_); break;
-        case 2: blk.step<2>(k_, K_); break;
-        case 3: blk.step<3>(k_, K_); break;
-        case 4: blk.step<4>(k_, K_); break;
-        default: blk.step<5>(k_, K_); break;
-      }
-      if (++sub_ < 6) return;
-      sub_ = 0;
-      k_ += 32;
-      if (k_ < K_) return;
-      blk.end(c, ldc_);
+    const uint16_t* a = A_ + m0_ * lda_;
+    const uint16_t* b = B_ + n0_ * 2;
+    float* c = C_ + m0_ * ldc_ + n0_;
+    const bool m2 = M_ - m0_ >= 32, n2 = N_ - n0_ >= 32;
+    if (!(m2 && n2) || K_ == 0) {
+      if (m2 && n2) tile_block<2, 2, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      else if (m2) tile_block<2, 1, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      else if (n2) tile_block<1, 2, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
+      else tile_block<1, 1, true>(K_, a, lda_, pa_, b, ldb_, pb_, c, ldc_, accumulate_);
       next_block();
+      return;
     }
+    const SplitBlock2x2 blk{a, lda_, pa_, b, ldb_, pb_};
+    if (k_ == 0 && sub_ == 0) blk.begin(c, ldc_, accumulate_);
+    switch (sub_) {
+      case 0: blk.step<0>(k_, K_); break;
+      case 1: blk.step<1>(k_, K_); break;
+      case 2: blk.step<2>(k_, K_); break;
+      case 3: blk.step<3>(k_, K_); break;
+      case 4: blk.step<4>(k_, K_); break;
+      default: blk.step<5>(k_, K_); break;
+    }
+    if (++sub_ < 6) return;
+    sub_ = 0;
+    k_ += 32;
+    if (k_ < K_) return;
+    blk.end(c, ldc_);
+    next_block();
   }
   void finish() {
     // Not started: tile_gemm's tight loop (stepping a whole job measured 7%
     // slower on the bf16 forward: each step reloads its state).
     if (m0_ == 0 && n0_ == 0 && k_ == 0 && sub_ == 0 && !done()) {
-      tile_gemm<kSplit>(M_, N_, K_, A_, lda_, B_, ldb_, C_, ldc_, accumulate_, pa_, pb_);
+      tile_gemm<true>(M_, N_, K_, A_, lda_, B_, ldb_, C_, ldc_, accumulate_, pa_, pb_);
       m0_ = M_;
       return;
     }
@@ -341,9 +336,6 @@ class TileGemmJob {
   }
 
  private:
-  // FA_AMX_SPLIT_SCHEDULE=0 (the old block order, for A/B builds) has no
-  // steps either.
-  static constexpr bool kStepped = kSplit && FA_AMX_SPLIT_SCHEDULE;
   // tile_gemm's order: the N loop inside.
   void next_block() {
     k_ = 0;

@@ -67,37 +67,4 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_
   }
 }
 
-// amx_tiles.hpp's TileGemmJob interface. No unit computes in the background
-// here, so the whole GEMM is one step.
-template <bool kSplit = false>
-class TileGemmJob {
-  static_assert(!kSplit, "split fp32 GEMMs exist on AMX tiles only");
-
- public:
-  TileGemmJob() = default;
-  TileGemmJob(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda, int64_t /*pa*/,
-              const uint16_t* B, int64_t ldb, int64_t /*pb*/, float* C, int64_t ldc, bool accumulate)
-      : M_(M), N_(N), K_(K), A_(A), lda_(lda), B_(B), ldb_(ldb), C_(C), ldc_(ldc), accumulate_(accumulate),
-        done_(M <= 0 || N <= 0) {}
-  bool done() const { return done_; }
-  int64_t steps() const { return done_ ? 0 : 1; }
-  void step() {
-    tile_gemm(M_, N_, K_, A_, lda_, B_, ldb_, C_, ldc_, accumulate_);
-    done_ = true;
-  }
-  void finish() {
-    if (!done_) step();
-  }
-
- private:
-  int64_t M_ = 0, N_ = 0, K_ = 0;
-  const uint16_t* A_ = nullptr;
-  int64_t lda_ = 0;
-  const uint16_t* B_ = nullptr;
-  int64_t ldb_ = 0;
-  float* C_ = nullptr;
-  int64_t ldc_ = 0;
-  bool accumulate_ = false, done_ = true;
-};
-
 }  // namespace flashattn::detail::cpu::FA_ISA_NS

@@ -258,7 +258,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
 
     // Split fp32 (kOverlap) runs the query blocks as a software pipeline, so
     // that the tile unit computes under the softmax (amx_tiles.hpp,
-    // TileGemmJob): while block b's softmax runs on the AVX-512 units, its
+    // SplitGemmJob): while block b's softmax runs on the AVX-512 units, its
     // loop issues, a few products at a time, block b - 1's P V and block
     // b + 1's Q K^T. S^T and P^T have two buffers each (block b's in buffer
     // b % 2). Block b's own P V is issued under block b + 1's softmax, the
@@ -282,7 +282,7 @@ void attend_amx(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t nc
         if (keys_of(cb) > 0) break;
       return cb;
     };
-    using Job = TileGemmJob<kSplit>;
+    using Job = PairGemmJob<kSplit>;
     auto s_job = [&](int64_t cb, int buf) {  // raw q.k into S^T buffer buf
       const int64_t nb = std::min(QB, ncol - cb);
       return pair_gemm_job<kSplit>(round_up(keys_of(cb), 16), nb, dq32, ka, lda, dq32, qv + 2 * cb, 2 * FBR,
