@@ -10,6 +10,16 @@
 // sum afterwards, as dot_rows_dpbf16 does.
 #pragma once
 
+// 1: an AMX decode step spreads P V's share of the next tile's prefetches
+// over the step's phases (the softmax before it an eighth, per eight keys;
+// pv_amx's P gathers an eighth, per row; its V interleave half, per key pair;
+// its tile products a quarter, per 16-column chunk); 0: over the V
+// interleave alone, every four keys, which issued ~28 lines a tick in bursts
+// with none in flight during the softmax, the gathers and the products
+// (bench/NOTES.md, "Decode: the prefetch ticks spread over the step's phases").
+#ifndef FA_DECODE_PV_TICK_PHASES
+#define FA_DECODE_PV_TICK_PHASES 1
+#endif
 #ifndef FA_DECODE_AMX_SCORE_SHARE
 #define FA_DECODE_AMX_SCORE_SHARE 4
 #endif
@@ -94,8 +104,9 @@ inline int64_t pv_amx_scratch(int64_t d) { return 2 * 512 + kPvAmxKeys / 32 * (d
 // are the step's query rows), and each pair of V rows is interleaved
 // (VPERMT2W, as pv_dpbf16 does) into the B tiles; the O rows are the C
 // tiles, 16 head-dim columns at a time. alpha nullptr: no rescale. tick:
-// step(work) per four keys of the V interleave, work as pv_ticks counts it
-// (keys x nr x d).
+// step(work), work as pv_ticks counts it (keys x nr x d), spread over the
+// gathers, the V interleave and the tile products (FA_DECODE_PV_TICK_PHASES:
+// 7/8 of the step's P V share here, the softmax before it ticks the rest).
 template <class Tick>
 void pv_amx(int64_t nr, int64_t nk, int64_t d, const float* pt, int64_t lds, const bf16_t* V, int64_t ldv,
             float* o, int64_t ldo, const float* alpha, uint16_t* scratch, Tick* tick) {
@@ -118,6 +129,7 @@ void pv_amx(int64_t nr, int64_t nk, int64_t d, const float* pt, int64_t lds, con
         const __m512 g1 = m1 ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m1, idx, pt + (32 * b + 16) * lds + r, 4)
                              : _mm512_setzero_ps();
         row = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(g1, g0));
+        if (tick && FA_DECODE_PV_TICK_PHASES) tick->step(nk * d / (8 * nb));
       }
       _mm512_storeu_si512(pa + b * 512 + r * 32, row);
     }
@@ -135,7 +147,10 @@ void pv_amx(int64_t nr, int64_t nk, int64_t d, const float* pt, int64_t lds, con
       _mm512_storeu_si512(row + (e / 16) * 512, _mm512_permutex2var_epi16(v0, lo, v1));
       _mm512_storeu_si512(row + (e / 16 + 1) * 512, _mm512_permutex2var_epi16(v0, hi, v1));
     }
-    if (tick && (j & 2) && j < nk) tick->step(4 * nr * d);
+    if (tick && j < nk) {
+      if (FA_DECODE_PV_TICK_PHASES) tick->step(nr * d);  // half of P V's work, a key pair at a time
+      else if (j & 2) tick->step(4 * nr * d);
+    }
   }
   if (alpha) {
     for (int64_t r = 0; r < nr; ++r) {
@@ -155,6 +170,7 @@ void pv_amx(int64_t nr, int64_t nk, int64_t d, const float* pt, int64_t lds, con
       _tile_dpbf16ps(0, 5, 7);
     }
     _tile_stored(0, o + 16 * c, so);
+    if (tick && FA_DECODE_PV_TICK_PHASES) tick->step(nk * nr * d / (4 * dc));
   }
 }
 

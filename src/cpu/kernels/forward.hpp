@@ -280,8 +280,11 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
 // both halves. P replaces S in place, as in the one-key loop.
 // (flatten: vexp is inlined into the loops, as in attend's own loop; called
 // out of line, with the halves through the stack, this ran 1.6x slower.)
+// tick (a decode step's prefetcher, or nullptr): step(work) per eight keys of
+// the exponential loop.
+template <class Tick = NoTick>
 [[gnu::flatten]] inline void softmax_two_keys(float* s, int64_t nk, float* m, float* l, float* al, bool capped,
-                                              float cap) {
+                                              float cap, Tick* tick = nullptr, int64_t work8 = 0) {
   const int64_t nk2 = nk & ~int64_t(1);
   const vi low = vlow_mask();
   vf mx = vsplat(kNegInf);
@@ -311,6 +314,7 @@ void scores_by_dot(int ndot, int64_t nk, int64_t d, const TK* k, int64_t ldk, co
     const vf p = vexp(vload_halves(s + j * FLD, s + (j + 1) * FLD) - mu);
     vstore_halves(s + j * FLD, s + (j + 1) * FLD, p);
     sum += p;
+    if (tick && (j & 6) == 6) tick->step(work8);
   }
   if (nk2 < nk) {
     const vf p = vsel(low, vexp(vload(s + nk2 * FLD) - mu), vsplat(0.0f));
@@ -536,7 +540,15 @@ void attend(const FwdLayout& L, float* ws, int64_t d, int64_t nq, int64_t ncol, 
         prefetch_rows(K, pf0, std::min(pf1, pf0 + pf_step), d);
         prefetch_rows(V, pf0, std::min(pf1, pf0 + pf_step), d);
       }
-      softmax_two_keys(s, nk, m, l, al, capped, cap);
+      // An AMX decode step's P V ticks the prefetcher; the softmax takes an
+      // eighth of P V's share (amx_decode.hpp, FA_DECODE_PV_TICK_PHASES).
+#if FA_DECODE_AMX
+      const bool sm_ticks = FA_DECODE_PV_TICK_PHASES && FA_DECODE_AMX_PV && tile_in_place && pv_ticks<T>(d, ndot) &&
+                            amx_decode<T>(d) && nq >= kPvAmxMinRows;
+#else
+      const bool sm_ticks = false;
+#endif
+      softmax_two_keys(s, nk, m, l, al, capped, cap, sm_ticks ? tick : nullptr, nq * d);
     } else {
       // One vector of query columns at a time.
       for (int64_t c = cb0; c < cb1; c += VW) {
