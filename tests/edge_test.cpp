@@ -195,6 +195,28 @@ INSTANTIATE_TEST_SUITE_P(Edge, EdgeNonFinite,
 
 // ---- logits of magnitude 1e4 ---------------------------------------------------
 
+// One batch, one KV head: the logit tests' shapes.
+Case logits_case(DType dt, int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q, int64_t head_dim) {
+  Case c;
+  c.dtype = dt;
+  c.batch = 1;
+  c.seqlen_q = seqlen_q;
+  c.seqlen_k = seqlen_k;
+  c.heads_q = heads_q;
+  c.heads_kv = 1;
+  c.head_dim = head_dim;
+  return c;
+}
+
+// Writes the edited in.q and in.k to the tensors and reads back what was
+// stored (rounded to the dtype): the reference takes those values.
+void store_qk(Instance& in) {
+  in.in.q.write(in.q);
+  in.in.k.write(in.k);
+  in.q = in.in.q.read();
+  in.k = in.in.k.read();
+}
+
 // Every logit is +-1e4 plus an O(1) part: q[.., 0] = +-100 and k[.., 0] = 100
 // (exact in every dtype), scale 1. Softmax is shift-invariant, so the answer
 // is that of the O(1) part alone; a kernel that exponentiates before
@@ -204,24 +226,14 @@ class EdgeLargeLogits : public ::testing::TestWithParam<std::tuple<Device, DType
 TEST_P(EdgeLargeLogits, NoOverflowAndMatchesReference) {
   const auto [dev, dt, negative] = GetParam();
   if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
-  Case c;
-  c.dtype = dt;
-  c.batch = 1;
-  c.seqlen_q = 45;
-  c.seqlen_k = 77;
-  c.heads_q = 2;
-  c.heads_kv = 1;
-  c.head_dim = 64;
+  Case c = logits_case(dt, 45, 77, 2, 64);
   c.scale = 1.0f / 8.0f;  // the O(1) part: 63 products of N(0,1), / 8
   const bool backward = dt != DType::F32;
   Instance in = make_instance(dev, c, backward);
   const double big = std::sqrt(1e4 * 8.0);  // (big * big) * scale = 1e4
   for (int64_t r = 0; r < int64_t(in.q.size()) / c.head_dim; ++r) in.q[size_t(r * c.head_dim)] = negative ? -big : big;
   for (int64_t r = 0; r < int64_t(in.k.size()) / c.head_dim; ++r) in.k[size_t(r * c.head_dim)] = big;
-  in.in.q.write(in.q);
-  in.in.k.write(in.k);
-  in.q = in.in.q.read();  // as stored (big rounds in fp16 / bf16: still ~1e4)
-  in.k = in.in.k.read();
+  store_qk(in);  // big rounds in fp16 / bf16: still ~1e4
   bool skipped = false;
   if (!run_forward(in, &skipped)) {
     if (skipped) GTEST_SKIP() << "unsupported on this backend";
@@ -264,6 +276,57 @@ INSTANTIATE_TEST_SUITE_P(Edge, EdgeLargeLogits,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
                                             ::testing::ValuesIn(dtypes()), ::testing::Bool()),
                          logits_name);
+
+// ---- logits that climb key tile after key tile ---------------------------------
+
+// The kernels visit key tiles from the last; here the logits of most rows
+// climb by `climb` log2 units per 128 keys in that order: q[i, 0] = a in
+// rows 8..23 of every 32 (others 0: their maxima stay put, and a GPU
+// thread's two rows, i and i + 8, move apart) and k[j, 0] = -b * j. Online
+// softmaxes that keep a row's reference max while it stays within 2^8 of
+// the true one (the Hopper forward's lazy rescale and its first pass
+// without the max, which must fall back to the full step here) are checked
+// on both sides of the overflow of that first pass: 20 log2 units per tile
+// (P up to 2^20 against the kept reference) and 400 (exp2 overflows to
+// +inf). Head dim 128 with more than 192 query rows, the three-warpgroup
+// tile on a Hopper GPU where the forward tests force it
+// (FLASHATTN_SM90_HD128_BLOCKM=192). 16-bit inputs (fp32 logits this large
+// carry more rounding than fp32's rule allows: EdgeLargeLogits).
+class EdgeClimbingLogits : public ::testing::TestWithParam<std::tuple<Device, DType, int>> {};
+
+TEST_P(EdgeClimbingLogits, MatchesReference) {
+  const auto [dev, dt, climb] = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  const Case c = logits_case(dt, 203, 645, 3, 128);  // six key tiles of 128, the first one partial
+  Instance in = make_instance(dev, c, false);
+  const double scale_log2 = 1.4426950408889634 / std::sqrt(double(c.head_dim));
+  const double a = climb > 100 ? 16.0 : 4.0, b = climb / (a * 128.0 * scale_log2);
+  for (int64_t r = 0; r < int64_t(in.q.size()) / c.head_dim; ++r) {
+    const int64_t i = (r / c.heads_q) % c.seqlen_q;
+    in.q[size_t(r * c.head_dim)] = (i / 8) % 4 == 1 || (i / 8) % 4 == 2 ? a : 0.0;
+  }
+  for (int64_t r = 0; r < int64_t(in.k.size()) / c.head_dim; ++r)
+    in.k[size_t(r * c.head_dim)] = -b * static_cast<double>((r / c.heads_kv) % c.seqlen_k);
+  store_qk(in);
+  bool skipped = false;
+  if (!run_forward(in, &skipped)) {
+    if (skipped) GTEST_SKIP() << "unsupported on this backend";
+    return;
+  }
+  const Expected e = expected_forward(in);
+  EXPECT_TRUE(within_rule("out", dt, in.out.read(), e.out, e.naive_out, c.seqlen_k, c.head_dim, magnitudes(in).out));
+  EXPECT_TRUE(lse_within_rule("lse", in.lse.read(), e.lse, e.naive_lse, c.head_dim));
+}
+
+INSTANTIATE_TEST_SUITE_P(Edge, EdgeClimbingLogits,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::Values(DType::F16, DType::BF16),
+                                            ::testing::Values(20, 400)),
+                         [](const ::testing::TestParamInfo<std::tuple<Device, DType, int>>& info) {
+                           return std::string(device_name(std::get<0>(info.param))) + "_" +
+                                  dtype_tag(std::get<1>(info.param)) + "_climb" +
+                                  std::to_string(std::get<2>(info.param));
+                         });
 
 // ---- rows that see no key, lengths 1 and 65536, head dims at the limits -------
 
