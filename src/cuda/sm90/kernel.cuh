@@ -214,6 +214,43 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     uint32_t p[T::kPVSteps][4];
     float corr[2];
 
+    // The softmax of key tile n after the first (S in s, K_n in k_smem, Q
+    // still held). Lazy kernels without score modifiers (kExpFirst: an A/B
+    // knob, kernel_traits.cuh FLASHATTN_SM90_EXP_FIRST, off by default) take the
+    // exponentials first, against the rows' references as they stand
+    // (softmax.cuh exp_kept: no row max), and the warpgroup votes on keeping
+    // them; with pack_first (the serial loop: P_{i-1} has retired) P is
+    // packed between the two, so that S's floats are dead across the vote. Kept: corr = 1,
+    // s holds P, true. Rarely (a row's max jumps past the lag it allows, a row
+    // with no visible key yet) the vote fails: S_n is computed again from K_n
+    // and Q (so both are released only after this) and takes the full step,
+    // as does every tile of the other kernels: false, corr set.
+    constexpr bool kExpFirst = T::kExpFirst && kMod == 0;
+    auto softmax_tile = [&](int n, uint32_t k_smem, bool pack_first) -> bool {
+      mask_tile(s, n);
+      if constexpr (T::kExpFirst && kMod == 0) {
+        float sum[2];
+        const bool keep = softmax.exp_kept(s, sc.scale_log2, sum);
+        if (pack_first) {
+          convert_p<T>(s, p);
+          fence_operand(p);  // here, not after the vote (ptxas would)
+        }
+        if (named_barrier_all(T::kBarVote + wg, 128, keep)) {
+          softmax.commit_kept(sum);
+          corr[0] = corr[1] = 1.f;
+          return true;
+        }
+        wgmma_fence();
+        ML::issue_qk(s, dq, k_smem);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_operand(s);
+        mask_tile(s, n);
+      }
+      softmax.step(s, sc.scale_log2, corr);
+      return false;
+    };
+
     // Prologue: S_0 and P_0 (key tiles go from n_end - 1 down to n_begin).
     wait_kv(sm.k_full(pipe.stage), pipe.phase);
     sched_sync();
@@ -258,12 +295,16 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         sched_arrive(i == n_tiles - 1);
         wgmma_wait<0>();
         fence_operand(s);
-        if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
-        if (i == n_tiles - 1) release_q();
-        mask_tile(s, range.n_end - 1 - i);
-        softmax.step(s, sc.scale_log2, corr);
-        Softmax::rescale_o(o, corr);
-        convert_p<T>(s, p);
+        auto release_k = [&] {
+          if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
+          if (i == n_tiles - 1) release_q();
+        };
+        if (!kExpFirst) release_k();
+        if (!softmax_tile(range.n_end - 1 - i, sm.k(pipe.stage), true)) {
+          Softmax::rescale_o(o, corr);
+          convert_p<T>(s, p);
+        }
+        if (kExpFirst) release_k();
       }
     } else {
       for (int i = 1; i < n_tiles; ++i) {
@@ -287,15 +328,19 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         sched_arrive(i == n_tiles - 1);
         wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
         fence_operand(s);
-        if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
-        if (i == n_tiles - 1) release_q();
-        mask_tile(s, range.n_end - 1 - i);
-        softmax.step(s, sc.scale_log2, corr);
+        auto release_k = [&] {
+          if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
+          if (i == n_tiles - 1) release_q();
+        };
+        if (!kExpFirst) release_k();
+        // P_{i-1} is still being read: P_i is packed after the wait below.
+        const bool kept = softmax_tile(range.n_end - 1 - i, sm.k(pipe.stage), false);
+        if (kExpFirst) release_k();
         wgmma_wait<0>();
         fence_operand(o);
         fence_operand(p);
         if (lane == 0) mbar_arrive(sm.v_empty(prev.stage));
-        Softmax::rescale_o(o, corr);
+        if (!kept) Softmax::rescale_o(o, corr);
         convert_p<T>(s, p);
       }
     }

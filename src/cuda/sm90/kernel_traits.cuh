@@ -63,6 +63,14 @@ struct ElementTraits<__nv_fp8_e4m3> {
 #define FLASHATTN_SM90_PINGPONG3 0
 #endif
 
+// The lazy kernels' exponentials before the row max on kept tiles
+// (kernel.cuh softmax_tile, softmax.cuh exp_kept): built and checked by
+// ptxas, off until measured on a GPU (bench/sm90/NOTES.md, "Forward: the
+// exponentials before the row max on kept tiles").
+#ifndef FLASHATTN_SM90_EXP_FIRST
+#define FLASHATTN_SM90_EXP_FIRST 0
+#endif
+
 // kTurns3_: the three-warpgroup kernel with turns (launch.cuh instantiates it
 // for head dim 64's unmasked long calls, tile_rules.hpp hd64_turns_pay).
 template <class Element_, int kHeadDim_, int kBlockM_ = block_m_for(kHeadDim_),
@@ -155,6 +163,7 @@ struct FwdTraits {
   // rescale hides under the P V wgmma. Head dim 192 takes it as 256 does
   // (its O is 96 registers a thread).
   static constexpr bool kLazyRescale = kFp8 || kHeadDim >= 192 || kConsumerWGs == 3;
+  static constexpr bool kExpFirst = kLazyRescale && FLASHATTN_SM90_EXP_FIRST != 0;
 
   // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
   // then Q's buffer is free for the next tile's Q as soon as the last
@@ -201,6 +210,7 @@ struct FwdTraits {
   static constexpr uint32_t kBarEpilogue = 1;                     // + consumer warpgroup
   static constexpr uint32_t kBarScheduler = 1 + kConsumerWGs;      // + consumer warpgroup
   static constexpr uint32_t kBarVZero = 1 + 2 * kConsumerWGs;      // all consumers (varlen)
+  static constexpr uint32_t kBarVote = 2 + 2 * kConsumerWGs;       // + consumer warpgroup
 };
 
 }  // namespace flashattn::detail::cuda::sm90

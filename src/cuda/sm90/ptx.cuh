@@ -141,6 +141,17 @@ __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t count
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+// bar.sync that also ANDs a predicate over the `count` threads: a vote of a
+// warpgroup (all of them must reach it, as with bar.sync).
+__device__ __forceinline__ bool named_barrier_all(uint32_t id, uint32_t count, bool pred) {
+  uint32_t r;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.b32 p, %3, 0;\n bar.red.and.pred q, %1, %2, p;\n"
+      " selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(r) : "r"(id), "r"(count), "r"(static_cast<uint32_t>(pred)) : "memory");
+  return r != 0;
+}
+
 // The same two without .aligned (bar.sync is barrier.sync.aligned, whose
 // threads must all execute the same instruction): for warps that reach the
 // barrier from different code, as the head-dim-192 backward's two consumer

@@ -32,6 +32,7 @@ struct OnlineSoftmax {
   // (kO multiplies per thread, on the consumer's critical path between P V
   // and the next tile). Without it the max moves with every new maximum.
   static constexpr float kStaleLog2 = 8.f;
+  static constexpr float kStaleMaxP = 256.f;  // 2^kStaleLog2
   float m[2];
   float l[2];
 
@@ -100,6 +101,38 @@ struct OnlineSoftmax {
     }
     l[0] = l[0] * corr[0] + sum[0];
     l[1] = l[1] * corr[1] + sum[1];
+  }
+
+  // kLazyRescale's tiles after the first, without the row max (its FMNMX
+  // and quad shuffles, a fifth of the step's instructions): p = exp2(s *
+  // scale_log2 - m * scale_log2) in place against the references as they
+  // stand, the tile's partial row sums in sum, m and l untouched. Returns
+  // whether this thread's rows may keep their references: every p of the
+  // tile <= 2^kStaleLog2, as step() would have it, which the partial sums
+  // bound (p >= 0; a NaN sum fails), and a reference to keep (a row without
+  // one fails at once). The caller votes; if every thread may keep its
+  // references, commit_kept(sum) (corr = 1: no O rescale), else s is no
+  // longer the scores and the tile goes through step() again from them.
+  __device__ __forceinline__ bool exp_kept(float (&s)[kS], float scale_log2, float (&sum)[2]) const {
+    static_assert(kLazyRescale, "");
+    sum[0] = sum[1] = 0.f;
+    if (m[0] == -INFINITY || m[1] == -INFINITY) return false;
+    const float neg0 = -(m[0] * scale_log2), neg1 = -(m[1] * scale_log2);
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        s[4 * j + e] = ex2(fmaf(s[4 * j + e], scale_log2, neg0));
+        s[4 * j + 2 + e] = ex2(fmaf(s[4 * j + 2 + e], scale_log2, neg1));
+        sum[0] += s[4 * j + e];
+        sum[1] += s[4 * j + 2 + e];
+      }
+    }
+    return sum[0] <= kStaleMaxP && sum[1] <= kStaleMaxP;
+  }
+  __device__ __forceinline__ void commit_kept(const float (&sum)[2]) {
+    l[0] += sum[0];
+    l[1] += sum[1];
   }
 
   // With kLazyRescale, skipped when no row of the warp moved its max (a
