@@ -216,18 +216,21 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
 
     // The softmax of key tile n after the first (S in s, K_n in k_smem, Q
     // still held). Lazy kernels without score modifiers (kExpFirst: an A/B
-    // knob, kernel_traits.cuh FLASHATTN_SM90_EXP_FIRST, off by default) take the
-    // exponentials first, against the rows' references as they stand
-    // (softmax.cuh exp_kept: no row max), and the warpgroup votes on keeping
-    // them; with pack_first (the serial loop: P_{i-1} has retired) P is
-    // packed between the two, so that S's floats are dead across the vote. Kept: corr = 1,
-    // s holds P, true. Rarely (a row's max jumps past the lag it allows, a row
-    // with no visible key yet) the vote fails: S_n is computed again from K_n
-    // and Q (so both are released only after this) and takes the full step,
-    // as does every tile of the other kernels: false, corr set.
+    // knob, kernel_traits.cuh FLASHATTN_SM90_EXP_FIRST, off by default)
+    // take the exponentials first, against the rows' references as they
+    // stand (softmax.cuh exp_kept: no row max), and the warpgroup votes on
+    // keeping them; with pack_first (the serial loop: P_{i-1} has retired)
+    // P is packed in between, so that S's floats are dead across the vote.
+    // Kept: corr = 1, s holds P, true. Rarely (a row's max jumps past the
+    // lag it allows, a row with no visible key yet) the vote fails: S_n is
+    // computed again from K_n and Q (so both are released only after this)
+    // and takes the full step, as does every tile of the other kernels:
+    // false, corr set.
     constexpr bool kExpFirst = T::kExpFirst && kMod == 0;
     auto softmax_tile = [&](int n, uint32_t k_smem, bool pack_first) -> bool {
       mask_tile(s, n);
+      // (kExpFirst spelled out: nvcc 13.0 crashed on the local constant in
+      // an if constexpr of this lambda.)
       if constexpr (T::kExpFirst && kMod == 0) {
         float sum[2];
         const bool keep = softmax.exp_kept(s, sc.scale_log2, sum);

@@ -111,8 +111,8 @@ struct OnlineSoftmax {
   // tile <= 2^kStaleLog2, as step() would have it, which the partial sums
   // bound (p >= 0; a NaN sum fails), and a reference to keep (a row without
   // one fails at once). The caller votes; if every thread may keep its
-  // references, commit_kept(sum) (corr = 1: no O rescale), else s is no
-  // longer the scores and the tile goes through step() again from them.
+  // references, commit_kept(sum) (corr = 1: no O rescale), else s no longer
+  // holds the scores: the caller computes them again for step().
   __device__ __forceinline__ bool exp_kept(float (&s)[kS], float scale_log2, float (&sum)[2]) const {
     static_assert(kLazyRescale, "");
     sum[0] = sum[1] = 0.f;
