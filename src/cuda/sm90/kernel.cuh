@@ -229,9 +229,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     constexpr bool kExpFirst = T::kExpFirst && kMod == 0;
     auto softmax_tile = [&](int n, uint32_t k_smem, bool pack_first) -> bool {
       mask_tile(s, n);
-      // (kExpFirst spelled out: nvcc 13.0 crashed on the local constant in
-      // an if constexpr of this lambda.)
-      if constexpr (T::kExpFirst && kMod == 0) {
+      if constexpr (kExpFirst) {
         float sum[2];
         const bool keep = softmax.exp_kept(s, sc.scale_log2, sum);
         if (pack_first) {
