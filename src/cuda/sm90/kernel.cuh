@@ -213,6 +213,12 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     float s[kBlockN / 2];
     uint32_t p[T::kPVSteps][4];
     float corr[2];
+    // K_n's slot goes back to the producer once no wgmma reads it any more
+    // (one arrival per warp), Q's buffer with the last key tile.
+    auto release_k = [&](bool last) {
+      if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
+      if (last) release_q();
+    };
 
     // The softmax of key tile n after the first (S in s, K_n in k_smem, Q
     // still held). Lazy kernels without score modifiers (kExpFirst: an A/B
@@ -261,8 +267,7 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     sched_arrive(n_tiles == 1);
     wgmma_wait<0>();
     fence_operand(s);
-    if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
-    if (n_tiles == 1) release_q();
+    release_k(n_tiles == 1);
     if (!gathered) zero_v_past_end<T, kVarlen>(a, sm, tile, range, pipe, wg * 128 + tid);
     mask_tile(s, range.n_end - 1);
     softmax.step(s, sc.scale_log2, corr);  // O is still zero: no rescale
@@ -296,16 +301,12 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         sched_arrive(i == n_tiles - 1);
         wgmma_wait<0>();
         fence_operand(s);
-        auto release_k = [&] {
-          if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
-          if (i == n_tiles - 1) release_q();
-        };
-        if (!kExpFirst) release_k();
+        if (!kExpFirst) release_k(i == n_tiles - 1);
         if (!softmax_tile(range.n_end - 1 - i, sm.k(pipe.stage), true)) {
           Softmax::rescale_o(o, corr);
           convert_p<T>(s, p);
         }
-        if (kExpFirst) release_k();
+        if (kExpFirst) release_k(i == n_tiles - 1);
       }
     } else {
       for (int i = 1; i < n_tiles; ++i) {
@@ -329,14 +330,10 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         sched_arrive(i == n_tiles - 1);
         wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
         fence_operand(s);
-        auto release_k = [&] {
-          if (lane == 0) mbar_arrive(sm.k_empty(pipe.stage));
-          if (i == n_tiles - 1) release_q();
-        };
-        if (!kExpFirst) release_k();
+        if (!kExpFirst) release_k(i == n_tiles - 1);
         // P_{i-1} is still being read: P_i is packed after the wait below.
         const bool kept = softmax_tile(range.n_end - 1 - i, sm.k(pipe.stage), false);
-        if (kExpFirst) release_k();
+        if (kExpFirst) release_k(i == n_tiles - 1);
         wgmma_wait<0>();
         fence_operand(o);
         fence_operand(p);

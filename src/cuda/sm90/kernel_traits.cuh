@@ -64,9 +64,10 @@ struct ElementTraits<__nv_fp8_e4m3> {
 #endif
 
 // The lazy kernels' exponentials before the row max on kept tiles
-// (kernel.cuh softmax_tile, softmax.cuh exp_kept): built and checked by
-// ptxas, off until measured on a GPU (bench/sm90/NOTES.md, "Forward: the
-// exponentials before the row max on kept tiles").
+// (kernel.cuh softmax_tile, softmax.cuh exp_kept): an A/B knob, 0 off, 1 in
+// every lazy kernel, 2 in the fp8 kernels only (bench/sm90/NOTES.md,
+// "Forward: the exponentials before the row max on kept tiles": bf16 lost
+// 3-8% with it, fp8 measured level to +6%).
 #ifndef FLASHATTN_SM90_EXP_FIRST
 #define FLASHATTN_SM90_EXP_FIRST 0
 #endif
@@ -163,7 +164,8 @@ struct FwdTraits {
   // rescale hides under the P V wgmma. Head dim 192 takes it as 256 does
   // (its O is 96 registers a thread).
   static constexpr bool kLazyRescale = kFp8 || kHeadDim >= 192 || kConsumerWGs == 3;
-  static constexpr bool kExpFirst = kLazyRescale && FLASHATTN_SM90_EXP_FIRST != 0;
+  static constexpr bool kExpFirst =
+      kLazyRescale && (FLASHATTN_SM90_EXP_FIRST == 1 || (FLASHATTN_SM90_EXP_FIRST == 2 && kFp8));
 
   // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
   // then Q's buffer is free for the next tile's Q as soon as the last
