@@ -253,6 +253,11 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
         wgmma_wait<0>();
         fence_operand(s);
         mask_tile(s, n);
+        // The references move to the rows' maxima: one left behind by the
+        // lazy rule (a causal row whose first tile showed it a few keys)
+        // would fail every later tile's vote too.
+        softmax.template step<true>(s, sc.scale_log2, corr);
+        return false;
       }
       softmax.step(s, sc.scale_log2, corr);
       return false;

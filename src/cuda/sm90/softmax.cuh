@@ -60,6 +60,9 @@ struct OnlineSoftmax {
   // updates m and l and returns, per row, the factor exp(m_old - m_new) by
   // which the output accumulator must be rescaled (rescale_o). Kept apart so
   // that the rescale can wait for a P.V wgmma still writing the accumulator.
+  // kMoveRef: the references move to the rows' maxima whatever the lag
+  // (the exponentials-first step's redo, kernel.cuh softmax_tile).
+  template <bool kMoveRef = false>
   __device__ __forceinline__ void step(float (&s)[kS], float scale_log2, float (&corr)[2]) {
     float mx[2] = {m[0], m[1]};
 #pragma unroll
@@ -79,7 +82,7 @@ struct OnlineSoftmax {
       // than kStaleLog2 (in log2 units): below that, p = exp2(s - m) stays
       // <= 2^kStaleLog2 and O and l need no rescale (corr = 1). From -inf
       // (no visible key yet) it always moves.
-      const bool grow = !kLazyRescale || (mx[r] - m[r]) * scale_log2 > kStaleLog2;
+      const bool grow = !kLazyRescale || kMoveRef || (mx[r] - m[r]) * scale_log2 > kStaleLog2;
       const float mn = grow ? mx[r] : m[r];
       // A row that has seen only masked keys keeps m = -inf; use 0 as its
       // offset so that exp2(-inf - 0) = 0 instead of NaN.
