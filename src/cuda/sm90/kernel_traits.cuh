@@ -64,12 +64,14 @@ struct ElementTraits<__nv_fp8_e4m3> {
 #endif
 
 // The lazy kernels' exponentials before the row max on kept tiles
-// (kernel.cuh softmax_tile, softmax.cuh exp_kept): an A/B knob, 0 off, 1 in
-// every lazy kernel, 2 in the fp8 kernels only (bench/sm90/NOTES.md,
-// "Forward: the exponentials before the row max on kept tiles": bf16 lost
-// 3-8% with it, fp8 measured level to +6%).
+// (kernel.cuh softmax_tile, softmax.cuh exp_kept). -1 (the default): where
+// it measured faster, the fp8 kernels and the lazy kernels whose loop
+// overlaps S with P V (16-bit head dims 64, 192, 256), not the 16-bit head
+// dim 128 on 192 rows (serial loop: 3-8% slower); 0 off; 1 every lazy
+// kernel; 2 the fp8 kernels only (A/B builds; bench/sm90/NOTES.md, "Forward:
+// the exponentials before the row max on kept tiles").
 #ifndef FLASHATTN_SM90_EXP_FIRST
-#define FLASHATTN_SM90_EXP_FIRST 0
+#define FLASHATTN_SM90_EXP_FIRST -1
 #endif
 
 // kTurns3_: the three-warpgroup kernel with turns (launch.cuh instantiates it
@@ -165,7 +167,9 @@ struct FwdTraits {
   // (its O is 96 registers a thread).
   static constexpr bool kLazyRescale = kFp8 || kHeadDim >= 192 || kConsumerWGs == 3;
   static constexpr bool kExpFirst =
-      kLazyRescale && (FLASHATTN_SM90_EXP_FIRST == 1 || (FLASHATTN_SM90_EXP_FIRST == 2 && kFp8));
+      kLazyRescale && (FLASHATTN_SM90_EXP_FIRST < 0 ? kFp8 || kIntraWGOverlap
+                                                    : FLASHATTN_SM90_EXP_FIRST == 1 ||
+                                                          (FLASHATTN_SM90_EXP_FIRST == 2 && kFp8));
 
   // The epilogue stages O in its own buffer when it fits (head_dim 64/128):
   // then Q's buffer is free for the next tile's Q as soon as the last
