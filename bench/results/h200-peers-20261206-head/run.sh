@@ -29,7 +29,7 @@ case "$name" in
 *)
   echo "not an H200: the GPU test sweep instead"
   xz -dc build-lead/new/tests.xz > /tmp/t && chmod +x /tmp/t
-  timeout 400 /tmp/t --gtest_brief=1 > $L/gpu-sweep.log 2>&1; echo "sweep rc=$? t=$((SECONDS-t0))"
+  timeout ${SWEEP_T:-400} /tmp/t --gtest_brief=1 > $L/gpu-sweep.log 2>&1; echo "sweep rc=$? t=$((SECONDS-t0))"
   grep -E "^\[  FAILED|^\[  PASSED|SKIPPED \]|tests ran" $L/gpu-sweep.log | head -20
   ;;
 esac
