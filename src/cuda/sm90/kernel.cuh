@@ -221,17 +221,18 @@ __device__ __forceinline__ void consumer_tile(const KernelArgs& a, const SmemMap
     };
 
     // The softmax of key tile n after the first (S in s, K_n in k_smem, Q
-    // still held). Lazy kernels without score modifiers (kExpFirst: an A/B
-    // knob, kernel_traits.cuh FLASHATTN_SM90_EXP_FIRST, off by default)
-    // take the exponentials first, against the rows' references as they
-    // stand (softmax.cuh exp_kept: no row max), and the warpgroup votes on
-    // keeping them; with pack_first (the serial loop: P_{i-1} has retired)
-    // P is packed in between, so that S's floats are dead across the vote.
-    // Kept: corr = 1, s holds P, true. Rarely (a row's max jumps past the
-    // lag it allows, a row with no visible key yet) the vote fails: S_n is
-    // computed again from K_n and Q (so both are released only after this)
-    // and takes the full step, as does every tile of the other kernels:
-    // false, corr set.
+    // still held). Lazy kernels without score modifiers (kExpFirst:
+    // kernel_traits.cuh FLASHATTN_SM90_EXP_FIRST says which; by default fp8
+    // and the overlapped loops) take the exponentials first, against the
+    // rows' references as they stand (softmax.cuh exp_kept: no row max), and
+    // the warpgroup votes on keeping them; with pack_first (the serial loop:
+    // P_{i-1} has retired) P is packed in between, so that S's floats are
+    // dead across the vote. Kept: corr = 1, s holds P, true. Rarely (a row's
+    // max jumps past the lag it allows, a row with no visible key yet) the
+    // vote fails: S_n is computed again from K_n and Q (so both are released
+    // only after this) and takes the full step with the references moved to
+    // the rows' maxima; every tile of the other kernels takes the full step
+    // with the lazy rule: false, corr set.
     constexpr bool kExpFirst = T::kExpFirst && kMod == 0;
     auto softmax_tile = [&](int n, uint32_t k_smem, bool pack_first) -> bool {
       mask_tile(s, n);
