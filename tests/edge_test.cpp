@@ -288,16 +288,19 @@ INSTANTIATE_TEST_SUITE_P(Edge, EdgeLargeLogits,
 // without the max, which must fall back to the full step here) are checked
 // on both sides of the overflow of that first pass: 20 log2 units per tile
 // (P up to 2^20 against the kept reference) and 400 (exp2 overflows to
-// +inf). Head dim 128 with more than 192 query rows, the three-warpgroup
-// tile on a Hopper GPU where the forward tests force it
-// (FLASHATTN_SM90_HD128_BLOCKM=192). 16-bit inputs (fp32 logits this large
-// carry more rounding than fp32's rule allows: EdgeLargeLogits).
-class EdgeClimbingLogits : public ::testing::TestWithParam<std::tuple<Device, DType, int>> {};
+// +inf). Head dims 64, 192 and 256 (the Hopper kernels that take that first
+// pass by default: 192-row tiles at 64, 128-row at 192 and 256) and 128
+// with more than 192 query rows (the three-warpgroup tile, which takes it
+// where a build turns it on: FLASHATTN_SM90_EXP_FIRST=1, with the forward
+// tests forcing that tile by FLASHATTN_SM90_HD128_BLOCKM=192). Key tiles of
+// 64 climb half as far, still past the 2^8 lag. 16-bit inputs (fp32 logits
+// this large carry more rounding than fp32's rule allows: EdgeLargeLogits).
+class EdgeClimbingLogits : public ::testing::TestWithParam<std::tuple<Device, DType, int, int>> {};
 
 TEST_P(EdgeClimbingLogits, MatchesReference) {
-  const auto [dev, dt, climb] = GetParam();
+  const auto [dev, dt, climb, head_dim] = GetParam();
   if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
-  const Case c = logits_case(dt, 203, 645, 3, 128);  // six key tiles of 128, the first one partial
+  const Case c = logits_case(dt, 203, 645, 3, head_dim);  // six key tiles of 128, the first one partial
   Instance in = make_instance(dev, c, false);
   const double scale_log2 = 1.4426950408889634 / std::sqrt(double(c.head_dim));
   const double a = climb > 100 ? 16.0 : 4.0, b = climb / (a * 128.0 * scale_log2);
@@ -321,11 +324,12 @@ TEST_P(EdgeClimbingLogits, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Edge, EdgeClimbingLogits,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
                                             ::testing::Values(DType::F16, DType::BF16),
-                                            ::testing::Values(20, 400)),
-                         [](const ::testing::TestParamInfo<std::tuple<Device, DType, int>>& info) {
+                                            ::testing::Values(20, 400), ::testing::Values(64, 128, 192, 256)),
+                         [](const ::testing::TestParamInfo<std::tuple<Device, DType, int, int>>& info) {
                            return std::string(device_name(std::get<0>(info.param))) + "_" +
                                   dtype_tag(std::get<1>(info.param)) + "_climb" +
-                                  std::to_string(std::get<2>(info.param));
+                                  std::to_string(std::get<2>(info.param)) + "_d" +
+                                  std::to_string(std::get<3>(info.param));
                          });
 
 // ---- rows that see no key, lengths 1 and 65536, head dims at the limits -------
