@@ -260,14 +260,15 @@ inline void bwd_pair(const BwdParams& p, const WindowMask& mask, const BwdLayout
       const float *lse = G + L.lse + r + a, *dsum = G + L.dsum + r + a;
       float* dq = G + L.dq + (r + a) * ldr;
       float *sa = s + a * BLD + k0, *dpa = dps + a * BLD + k0;
-      gemm<false>(na, k1 - k0, d, q, ldr, 1, kt + k0, BLD, sa, BLD);       // S = (scale Q) K^T
-      gemm<false>(na, k1 - k0, d, dout, ldr, 1, vt + k0, BLD, dpa, BLD);  // dP = dO V^T
+      constexpr bool kPf = true;  // operand blocks prefetched (gemm_block)
+      gemm<false, false, float, kPf>(na, k1 - k0, d, q, ldr, 1, kt + k0, BLD, sa, BLD);       // S = (scale Q) K^T
+      gemm<false, false, float, kPf>(na, k1 - k0, d, dout, ldr, 1, vt + k0, BLD, dpa, BLD);  // dP = dO V^T
       if (!full) mask_rows(sa, BLD, mask, r0 + a, na, c0 + k0, nka);
       p_and_ds_rows(p, b, hk * g + hl, r0 + a, na, c0 + k0, nka, k1 - k0, lse, dsum, W + L.kpos + k0,
                     W + L.zr, sa, dpa, BLD);
-      gemm<true>(nka, dp, na, sa, 1, BLD, dout, ldr, dv + k0 * ldr, ldr);     // dV += P^T dO
-      gemm<true>(nka, dp, na, dpa, 1, BLD, q, ldr, dk + k0 * ldr, ldr);       // dK += dS^T (scale Q)
-      gemm<true>(na, dp, nka, dpa, BLD, 1, krows + k0 * ldr, ldr, dq, ldr);  // dQ += dS K
+      gemm<true, false, float, kPf>(nka, dp, na, sa, 1, BLD, dout, ldr, dv + k0 * ldr, ldr);     // dV += P^T dO
+      gemm<true, false, float, kPf>(nka, dp, na, dpa, 1, BLD, q, ldr, dk + k0 * ldr, ldr);       // dK += dS^T (scale Q)
+      gemm<true, false, float, kPf>(na, dp, nka, dpa, BLD, 1, krows + k0 * ldr, ldr, dq, ldr);  // dQ += dS K
     }
   }
 }

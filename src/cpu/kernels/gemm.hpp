@@ -88,7 +88,15 @@ constexpr std::array<std::array<MicroFn<TB>, MR>, NV> micro_table(std::index_seq
 // products in k order, so the blocking changes no result.
 constexpr int64_t KC = 128;
 
-template <bool kAcc, bool kScale, class TB>
+// kPrefetch: before each micro-kernel call, the next block's C rows (when
+// accumulating) and A rows (row-major A) are requested, so that they arrive
+// while this block's K loop runs. The backward's dV / dK / dQ tiles and its
+// Q / dO rows are often out of this core's L2 when a tile pair starts (a
+// thread takes another pair each wavefront step), and the micro-kernel's
+// first loads of them stalled the block: +2-3% on the fp32 backward of a
+// Zen 4 host (bench/NOTES.md, "Operand blocks prefetched"). The forward
+// prefetches its K / V tiles itself and keeps O in its own workspace.
+template <bool kAcc, bool kScale, class TB, bool kPrefetch = false>
 void gemm_block(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak,
                 const TB* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc, const float* row_scale) {
   static constexpr auto table = micro_table<kAcc, kScale, TB>(std::make_index_sequence<NV>());
@@ -100,11 +108,23 @@ void gemm_block(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, p
   // k order of every sum is the same either way.
   const int64_t tail = M > MR && M % MR != 0 ? MR + M % MR : 0;  // rows of the last two blocks
   const int64_t m_even = M - tail;                                // rows in whole MR blocks before them
+  auto rows_at = [&](int64_t m0) {
+    if (tail && m0 >= m_even) return m0 == m_even ? tail / 2 : M - m0;
+    return M - m0 < MR ? M - m0 : MR;
+  };
+  auto vecs_at = [&](int64_t n0) { return (N - n0) / VW < NV ? (N - n0) / VW : NV; };
   for (int64_t n0 = 0; n0 < N; n0 += NR) {
-    int64_t nv = (N - n0) / VW < NV ? (N - n0) / VW : NV;
+    const int64_t nv = vecs_at(n0);
     for (int64_t m0 = 0; m0 < M;) {
-      int64_t mr = M - m0 < MR ? M - m0 : MR;
-      if (tail && m0 >= m_even) mr = m0 == m_even ? tail / 2 : M - m0;
+      const int64_t mr = rows_at(m0);
+      if constexpr (kPrefetch) {
+        int64_t m1 = m0 + mr, n1 = n0;
+        if (m1 >= M) m1 = 0, n1 += NR;
+        if (n1 < N) {
+          if (kAcc) prefetch_block(C + m1 * ldc + n1, rows_at(m1), vecs_at(n1) * VW, ldc);
+          if (ak == 1) prefetch_block(A + m1 * am, rows_at(m1), K, am);
+        }
+      }
       table[nv - 1][mr - 1](K, A + m0 * am, am, ak, B + n0, ldb, C + m0 * ldc + n0, ldc,
                             kScale ? row_scale + m0 : nullptr);
       m0 += mr;
@@ -112,15 +132,15 @@ void gemm_block(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, p
   }
 }
 
-template <bool kAcc, bool kScale = false, class TB = float>
+template <bool kAcc, bool kScale = false, class TB = float, bool kPrefetch = false>
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak,
           const TB* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
           const float* row_scale = nullptr) {
   int64_t kc = K < KC ? K : KC;
-  gemm_block<kAcc, kScale>(M, N, kc, A, am, ak, B, ldb, C, ldc, row_scale);
+  gemm_block<kAcc, kScale, TB, kPrefetch>(M, N, kc, A, am, ak, B, ldb, C, ldc, row_scale);
   for (int64_t k0 = kc; k0 < K; k0 += KC) {
     kc = K - k0 < KC ? K - k0 : KC;
-    gemm_block<true, false>(M, N, kc, A + k0 * ak, am, ak, B + k0 * ldb, ldb, C, ldc, nullptr);
+    gemm_block<true, false, TB, kPrefetch>(M, N, kc, A + k0 * ak, am, ak, B + k0 * ldb, ldb, C, ldc, nullptr);
   }
 }
 

@@ -28,6 +28,11 @@ inline void prefetch_lines(const void* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 3);
 }
 
+// Prefetches (into L1) rows [0, rows) of floats, n floats each, ld apart.
+inline void prefetch_block(const float* p, int64_t rows, int64_t n, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) prefetch_lines(p + r * ld, int64_t(sizeof(float)) * n);
+}
+
 inline vf vload(const float* p) { return *reinterpret_cast<const vf_u*>(p); }
 inline void vstore(float* p, vf v) { *reinterpret_cast<vf_u*>(p) = v; }
 inline vf vsplat(float x) {
