@@ -69,7 +69,11 @@ std::vector<CheckLine> check_against_reference(const HostProblem& hp, bool backw
 
     std::vector<double> ref_out(no), ref_lse(nl), naive_out, naive_lse;
     ref::forward(pb, q.data(), k.data(), v.data(), ref_out.data(), ref_lse.data());
-    ref::naive_forward(pb, hp.dtype, q, k, v, &naive_out, &naive_lse);
+    if (hp.dtype == flashattn::DType::F8E4M3) {
+      ref::naive_forward_fp8(pb, q, k, v, ref_out, &naive_out, &naive_lse);
+    } else {
+      ref::naive_forward(pb, hp.dtype, q, k, v, &naive_out, &naive_lse);
+    }
     // fp8: O is bf16 and judged as bf16 against the fp8 naive (P rounded to
     // e4m3 too); the LSE allows the fp8 MMA's score error (rule.hpp).
     const flashattn::DType out_dt = flashattn::detail::out_dtype_for(hp.dtype);

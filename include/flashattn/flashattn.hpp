@@ -128,8 +128,8 @@ struct Varlen {
 // accumulation; P is rounded to e4m3 before P V as the tensor cores take it.
 // Each factor is optional: an fp32 tensor of one element ([1]) on q's device,
 // read by the kernel (no host synchronisation); data == nullptr means 1.
-// CUDA: Hopper (sm_90a) only, head dims 128 and 256, no softcap, ALiBi or
-// dropout. CPU: every head dim and variant (computed in fp32 from the
+// CUDA: Hopper (sm_90a) only, head dims that are multiples of 16 up to 256
+// (on the kernel's 128 and 256 tiles), no softcap, ALiBi or dropout. CPU: every head dim and variant (computed in fp32 from the
 // dequantised inputs).
 struct Fp8Descale {
   TensorView q, k, v;

@@ -5,7 +5,8 @@ torch.compile(fullgraph=True) traces it as one node).
 The attention computed is that of the dequantised tensors q * q_descale,
 k * k_descale, v * v_descale (per-tensor factors, FlashAttention-3's
 descale arguments), accumulated in fp32, written as bfloat16.  CUDA: the
-Hopper (sm_90) kernel, head dims 128 and 256.  CPU: any head dim, computed in
+Hopper (sm_90) kernel, head dims that are multiples of 16 up to 256 (on its
+128 and 256 tiles).  CPU: any head dim, computed in
 fp32 from dequantised copies (for agreement with the GPU, not for speed).
 Forward only: fp8 inputs are not differentiable here.
 """

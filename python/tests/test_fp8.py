@@ -28,7 +28,7 @@ def _quantised(shape, sigma, descale, g, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("d", [128, 256])
+@pytest.mark.parametrize("d", [64, 96, 128, 192, 256])
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_reference(device, d, causal):
     g = torch.Generator().manual_seed(d + int(causal))

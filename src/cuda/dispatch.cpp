@@ -350,7 +350,8 @@ bool kvcache_fills_sm90_tiles(const FwdParams& p) {
 
 // The Hopper forward takes what it can (sm_90 devices; fp16/bf16, softcap
 // included, and fp8; 16-bit head dims that are multiples of 8 up to 256 on the
-// 64/128/192/256 tiles, fp8 at 128 and 256) and everything else runs on the
+// 64/128/192/256 tiles, fp8 multiples of 16 up to 256 on the 128 and 256
+// tiles) and everything else runs on the
 // sm80 kernels.
 // FLASHATTN_DISABLE_SM90=1 forces the sm80 path, so that it can be tested on
 // a Hopper GPU too.

@@ -99,8 +99,9 @@ std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v
 
 void naive_forward(const Problem& p, flashattn::DType dt, const std::vector<double>& qd,
                    const std::vector<double>& kd, const std::vector<double>& vd,
-                   std::vector<double>* out, std::vector<double>* lse) {
+                   std::vector<double>* out, std::vector<double>* lse, double fp8_lag_log2) {
   const Dims d(p);
+  const float lag = static_cast<float>(std::exp2(fp8_lag_log2));
   const std::vector<float> q = to_float(qd), k = to_float(kd), v = to_float(vd);
   out->assign(static_cast<size_t>(d.B * d.Sq * d.H * d.Dv), 0.0);
   lse->assign(static_cast<size_t>(d.B * d.H * d.Sq), 0.0);
@@ -123,20 +124,38 @@ void naive_forward(const Problem& p, flashattn::DType dt, const std::vector<doub
           pr[j] = std::exp(s[j] - m);
           l += pr[j];
         }
-        // fp8: P stays unnormalised (in (0, 1], the row max at 1) when it is
-        // rounded, as fp8 kernels keep it (P / l would mostly underflow
-        // e4m3's 2^-9), and O = (P V) / l is rounded to bf16.
+        // fp8: P stays unnormalised (in (0, 2^lag], the row max at 2^lag) when
+        // it is rounded, as fp8 kernels keep it (P / l would mostly underflow
+        // e4m3's 2^-9), and O = (P V) / (2^lag l) is rounded to bf16.
         const bool fp8 = dt == DType::F8E4M3;
-        for (int64_t j = 0; j < d.Sk; ++j) pr[j] = fp8 ? round_to(dt, pr[j]) : round_to(dt, pr[j] / l);
+        for (int64_t j = 0; j < d.Sk; ++j) pr[j] = fp8 ? round_to(dt, pr[j] * lag) : round_to(dt, pr[j] / l);
+        const float lo = fp8 ? l * lag : l;  // O's divisor: the rounded P's scale
         std::fill(o.begin(), o.end(), 0.f);
         for (int64_t j = 0; j < d.Sk; ++j) {
           if (pr[j] == 0.f) continue;
           const float* vj = &v[d.vi(b, j, hk)];
           for (int64_t e = 0; e < d.Dv; ++e) o[e] += pr[j] * vj[e];
         }
-        for (int64_t e = 0; e < d.Dv; ++e) oi[e] = fp8 ? round_to(DType::BF16, o[e] / l) : round_to(dt, o[e]);
+        for (int64_t e = 0; e < d.Dv; ++e) oi[e] = fp8 ? round_to(DType::BF16, o[e] / lo) : round_to(dt, o[e]);
         (*lse)[(b * d.H + h) * d.Sq + i] = m + std::log(l);
       }
+    }
+  }
+}
+
+void naive_forward_fp8(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+                       const std::vector<double>& v, const std::vector<double>& ref,
+                       std::vector<double>* out, std::vector<double>* lse) {
+  double worst = -1.0;
+  for (double lag : kFp8LagsLog2) {
+    std::vector<double> o, l;
+    naive_forward(p, DType::F8E4M3, q, k, v, &o, &l, lag);
+    double e = 0.0;
+    for (size_t i = 0; i < o.size() && i < ref.size(); ++i) e = std::max(e, std::abs(o[i] - ref[i]));
+    if (e > worst) {
+      worst = e;
+      *out = std::move(o);
+      *lse = std::move(l);
     }
   }
 }

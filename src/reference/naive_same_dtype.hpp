@@ -15,11 +15,25 @@
 namespace flashattn::reference {
 
 // Inputs: dense row-major values (already representable in dt). F8E4M3: the
-// values are the dequantised inputs; P = exp(s - m) is rounded to e4m3 before
-// it is normalised (as fp8 kernels do), O is rounded to bf16.
+// values are the dequantised inputs; P = exp(s - m) * 2^fp8_lag_log2 is
+// rounded to e4m3 before it is normalised (fp8 kernels keep P unnormalised;
+// the lag is how far below the row max their reference sits), O is rounded
+// to bf16.
 void naive_forward(const Problem& pb, flashattn::DType dt, const std::vector<double>& q,
                    const std::vector<double>& k, const std::vector<double>& v,
-                   std::vector<double>* out, std::vector<double>* lse);
+                   std::vector<double>* out, std::vector<double>* lse, double fp8_lag_log2 = 0.0);
+
+// The fp8 rule's yardstick. The Hopper fp8 kernel rounds P against a
+// reference that may sit up to 2^8 below a row's max (the lazy rescale:
+// softmax.cuh kStaleLog2), so its largest P is 2^lag, which e4m3 rounds,
+// where a naive rounding at the max keeps it exact (1): on rows that one key
+// dominates, its error was up to 3x that naive's (bench/sm90/NOTES.md, "fp8
+// at every head dim"). The naive forward at kFp8LagsLog2, the output
+// farthest from ref (max |out - ref|) returned, with its LSE.
+inline constexpr double kFp8LagsLog2[] = {0.0, 1.5, 4.25, 7.75};
+void naive_forward_fp8(const Problem& pb, const std::vector<double>& q, const std::vector<double>& k,
+                       const std::vector<double>& v, const std::vector<double>& ref,
+                       std::vector<double>* out, std::vector<double>* lse);
 
 // Runs its own forward for O and the LSE, then the backward. given_out,
 // when not null, is the O (in the dtype) that the backward under test was

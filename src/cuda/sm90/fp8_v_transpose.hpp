@@ -35,7 +35,7 @@ __host__ __device__ inline int fp8_vt_key_of(int pos) {
   return pos - l + (e / 2) * 8 + 2 * t + e % 2;
 }
 
-// V (p.v, p.v_str; 16-byte aligned rows) -> vt. head_dim a multiple of 64.
+// V (p.v, p.v_str; 16-byte aligned rows) -> vt. head_dim a multiple of 16.
 Status launch_fp8_v_transpose(const AttnParams& p, uint8_t* vt, cudaStream_t stream);
 
 }  // namespace flashattn::detail::cuda::sm90

@@ -195,9 +195,14 @@ struct TileShape {
   int64_t num_m;     // query tiles per (batch, tile head)
   int64_t heads;     // tile heads: heads_q, or heads_kv when packed
 };
+// The fp8 forward's tiles: 128 and 256 (FA3 has 64 / 96 / 192 too). Head dims
+// below a tile run on it with the columns (and V^T rows) past head_dim
+// zero-filled by TMA, as the 16-bit head dims between the tiles do.
+constexpr int fp8_tile_head_dim(int64_t head_dim) { return head_dim <= 128 ? 128 : 256; }
+
 TileShape tile_shape(const FwdParams& p) {
   TileShape t{};
-  t.tile_d = fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
+  t.tile_d = p.dtype == DType::F8E4M3 ? fp8_tile_head_dim(p.head_dim) : fwd_tile_head_dim(std::max(p.head_dim, p.dim_v()));
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
   const int sms = sm_count(p.device_index);
   // The single-warpgroup tile, where it is forced, runs plain padded calls
@@ -239,8 +244,9 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16 && !fp8) {
     return unsupported("dtype must be fp16, bf16 or float8_e4m3");
   }
-  if (fp8 && p.head_dim != 128 && p.head_dim != 256) {
-    return unsupported("float8_e4m3 head_dim " + std::to_string(p.head_dim) + " (built: 128, 256)");
+  if (fp8 && (p.head_dim % 16 != 0 || p.head_dim > 256)) {  // rows of e4m3 in whole 16-byte TMA units
+    return unsupported("float8_e4m3 head_dim " + std::to_string(p.head_dim) +
+                       " (the fp8 tiles take multiples of 16 up to 256, on the 128 or 256 tile)");
   }
   for (int64_t d : {p.head_dim, p.dim_v()}) {
     if (d <= 0 || d > 256 || d % 8 != 0) {
@@ -635,8 +641,8 @@ Status run_forward(const FwdParams& p, void* workspace) noexcept {
           return s;
         }
       }
-      return p.head_dim == 128 ? launch_fwd<__nv_fp8_e4m3, 128, kFp8BlockMHd128>(args, stream)
-                               : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
+      return fp8_tile_head_dim(p.head_dim) == 128 ? launch_fwd<__nv_fp8_e4m3, 128, kFp8BlockMHd128>(args, stream)
+                                                  : launch_fwd<__nv_fp8_e4m3, 256>(args, stream);
     }
     const bool bf16 = p.dtype == DType::BF16;
     const Status s = launch_16bit(args, fwd_tile_head_dim(std::max(p.head_dim, p.dim_v())), bf16, stream);

@@ -10,7 +10,8 @@ namespace flashattn::detail::cuda::sm90 {
 // Ok when this kernel can run `p` on p.device_index. Unsupported (dispatch
 // may fall back to the sm80 path) for: device not sm_90, dtype other than
 // fp16/bf16/fp8 e4m3, head_dim not a multiple of 8 up to 256 (16-bit head
-// dims run on the 64/128/192/256 tile at or above them; fp8: 128 and 256 only),
+// dims run on the 64/128/192/256 tile at or above them; fp8 head dims,
+// multiples of 16, on the 128 or 256 tile),
 // scale <= 0, lengths over 2^28, dropout, fp8 with varlen, softcap or ALiBi. InvalidArgument
 // naming the tensor when a pointer or stride breaks TMA's 16-byte alignment
 // rule.
