@@ -285,6 +285,20 @@ TEST_P(Fp8Invalid, OneHeadDimForQKAndV) {
   expect_refused(f, f.args(), ErrorCode::Unsupported, "v: float8_e4m3 inputs need v's head_dim equal to q's");
 }
 
+// The Hopper kernel takes head dims in whole 16-byte e4m3 rows (the CPU any).
+TEST_P(Fp8Invalid, HopperHeadDimsAreMultiplesOf16) {
+  const Device dev = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP();
+  if (!gpu_must_support(Fp8Case{1, 33, 33, 2, 2, 128})) GTEST_SKIP() << "no Hopper fp8 kernel here";
+  Fp8Args f = small_fp8(dev);
+  f.in = make_qkv(dev, DType::F8E4M3, Layout::BSHD, 1, 33, 33, 2, 2, 72);
+  fill_randn(f.in.q);
+  fill_randn(f.in.k);
+  fill_randn(f.in.v);
+  f.out = make_bshd(dev, DType::BF16, Layout::BSHD, 1, 33, 2, 72);
+  expect_refused(f, f.args(), ErrorCode::Unsupported, "multiples of 16");
+}
+
 TEST_P(Fp8Invalid, DescaleShapeDtypeAndInputDtype) {
   const Device dev = GetParam();
   if (!device_usable(dev)) GTEST_SKIP();
