@@ -70,6 +70,9 @@ struct ElementTraits<__nv_fp8_e4m3> {
 // dim 128 on 192 rows (serial loop: 3-8% slower); 0 off; 1 every lazy
 // kernel; 2 the fp8 kernels only (A/B builds; bench/sm90/NOTES.md, "Forward:
 // the exponentials before the row max on kept tiles").
+#ifndef FLASHATTN_SM90_FP8_LAZY
+#define FLASHATTN_SM90_FP8_LAZY 1
+#endif
 #ifndef FLASHATTN_SM90_EXP_FIRST
 #define FLASHATTN_SM90_EXP_FIRST -1
 #endif
@@ -165,7 +168,11 @@ struct FwdTraits {
   // 16-bit head dim 128 kernel measured 2% slower with it: there the O
   // rescale hides under the P V wgmma. Head dim 192 takes it as 256 does
   // (its O is 96 registers a thread).
-  static constexpr bool kLazyRescale = kFp8 || kHeadDim >= 192 || kConsumerWGs == 3;
+  // FLASHATTN_SM90_FP8_LAZY=0 (A/B builds only) gives fp8 the exact-max step,
+  // which rounds each row's largest P exactly (bench/sm90/NOTES.md, "fp8 at
+  // every head dim").
+  static constexpr bool kLazyRescale =
+      kFp8 ? FLASHATTN_SM90_FP8_LAZY != 0 : kHeadDim >= 192 || kConsumerWGs == 3;
   static constexpr bool kExpFirst =
       kLazyRescale && (FLASHATTN_SM90_EXP_FIRST < 0 ? kFp8 || kIntraWGOverlap
                                                     : FLASHATTN_SM90_EXP_FIRST == 1 ||
