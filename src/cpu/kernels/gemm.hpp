@@ -93,9 +93,10 @@ constexpr int64_t KC = 128;
 // while this block's K loop runs. The backward's dV / dK / dQ tiles and its
 // Q / dO rows are often out of this core's L2 when a tile pair starts (a
 // thread takes another pair each wavefront step), and the micro-kernel's
-// first loads of them stalled the block: +2-3% on the fp32 backward of a
-// Zen 4 host (bench/NOTES.md, "Operand blocks prefetched"). The forward
-// prefetches its K / V tiles itself and keeps O in its own workspace.
+// first loads of them stalled the block: +1-3% on the fp32 backward of a
+// Zen 4 host (bench/NOTES.md, "The fp32 backward's operand blocks
+// prefetched"). The forward prefetches its K / V tiles itself and keeps O
+// in its own workspace.
 template <bool kAcc, bool kScale, class TB, bool kPrefetch = false>
 void gemm_block(int64_t M, int64_t N, int64_t K, const float* A, ptrdiff_t am, ptrdiff_t ak,
                 const TB* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc, const float* row_scale) {
