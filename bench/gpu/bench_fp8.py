@@ -3,7 +3,8 @@
 256), plus the fp8 error against the bf16 error on the same data.
 
 Timing: CUDA events, 5 warm-up calls, median of 30. The fp8 time includes
-the V transpose (fp8_v_transpose.cu) that every fp8 call runs. FLOPs are the
+the V transpose (fp8_v_transpose.cu) that every fp8 call runs (--kernels
+prints each kernel's device time apart). FLOPs are the
 attention's (4 B H S^2 d, halved for causal). Prints CSV (and writes it to
 the path given as the first argument):
 
@@ -29,7 +30,7 @@ import flashattn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_peers import Tee, flops, header  # noqa: E402
-from timing import median_ms  # noqa: E402
+from timing import kernel_time, median_ms  # noqa: E402
 
 
 def quantise(x):
@@ -64,6 +65,9 @@ def main():
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--impls", default="flashattn_bf16,flashattn_fp8,sdpa_cudnn_bf16")
     ap.add_argument("--error-seqlen", type=int, default=4096, help="0: no error report")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also print each fp8 call's kernels and their device time (torch.profiler): "
+                         "the V transpose apart from the attention")
     a = ap.parse_args()
     ints = lambda s: [int(x) for x in s.split(",") if x]
     out = Tee(a.csv)
@@ -92,6 +96,11 @@ def main():
                         ms = median_ms(f, repeat=30)
                         tf = flops(b, h, n, d, causal, "fwd") / ms / 1e9
                         print(f"{name},fwd,{d},{n},{causal},{b},{h},{ms:.4f},{tf:.1f}", file=out, flush=True)
+                        if a.kernels and name == "flashattn_fp8":
+                            per = kernel_time(f, per_kernel=True)
+                            parts = ";".join(f"{k}={v * 1e3:.1f}us" for k, v in per.items()) \
+                                if isinstance(per, dict) else str(per)
+                            print(f"# kernels,hdim={d},seqlen={n},causal={causal},{parts}", file=out, flush=True)
                     except Exception as e:  # record, go on
                         print(f"{name},fwd,{d},{n},{causal},{b},{h},nan,nan  # {type(e).__name__}: "
                               f"{str(e)[:100]}", file=out, flush=True)

@@ -76,7 +76,8 @@ def wall_time_us(f, iters=1000, warmup=20, blocks=5, sync=None):
     return per[len(per) // 2]
 
 
-def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::", span: bool = False):
+def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::", span: bool = False,
+                per_kernel: bool = False):
     """(names, ms): the CUDA kernels one call of fn launches whose name holds
     `only` (None: every kernel), and their device time per call
     (torch.profiler, `reps` calls), without the host time a call's CUDA-event
@@ -88,7 +89,8 @@ def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::", span: bool
     of one call overlap (programmatic dependent launch starts the next grid
     before the last one ends, and a sum would count the overlap twice), but
     it also counts any gap in which the GPU waits for the host. ms is None
-    when the profiler gives no intervals."""
+    when the profiler gives no intervals. per_kernel=True: instead a dict of
+    each kernel's ms per call (its short name -> median interval x launches)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -108,6 +110,8 @@ def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::", span: bool
                 per.setdefault(n, []).append(e.time_range.elapsed_us())
                 spans.append((e.time_range.start, e.time_range.end))
         names = " + ".join(per) if per else "?"
+        if per_kernel:  # {name: ms per call}, each kernel's median interval x its launches per call
+            return {n: sorted(ts)[len(ts) // 2] * len(ts) / reps / 1e3 for n, ts in per.items()}
         if span:
             k = len(spans) // reps
             if k == 0 or len(spans) % reps:
