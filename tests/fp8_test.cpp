@@ -5,7 +5,10 @@
 // before P V, O rounded to bf16: naive_same_dtype.hpp). Runs on the CPU
 // (fp32 kernels over dequantised copies) and, in the GPU binary, on the
 // Hopper fp8 kernel, which must take head dims 128 and 256 on an sm_90
-// device (no silent skip there; 64 is Unsupported on CUDA and skips). Also: the argument checks that are fp8's own.
+// device (no silent skip there; 64 is Unsupported on CUDA and skips). Also:
+// varlen batches (packed rows, cu_seqlens; checked per sequence, and the C
+// ABI's fa_forward_varlen_fp8 giving the C++ API's bits), and the argument
+// checks that are fp8's own.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,15 +18,18 @@
 #include <vector>
 
 #include "common/fp8.hpp"
+#include "flashattn/flashattn.h"
 #include "flashattn/flashattn.hpp"
 #include "reference/naive_same_dtype.hpp"
 #include "reference/reference.hpp"
 #include "reference/rule.hpp"
+#include "support/c_abi.hpp"
 #include "support/check.hpp"
 #include "support/half.hpp"
 #include "support/harness.hpp"
 #include "support/rng.hpp"
 #include "support/tensor.hpp"
+#include "support/varlen.hpp"
 
 #ifdef FA_TEST_ON_CUDA
 #include <cuda_runtime_api.h>
@@ -227,6 +233,164 @@ INSTANTIATE_TEST_SUITE_P(Sweep, Fp8Forward, ::testing::ValuesIn(fp8_params()),
                                   std::get<1>(i.param).name();
                          });
 
+// ---- varlen batches ----------------------------------------------------------
+
+struct Fp8VarlenCase {
+  std::vector<int64_t> lens_q, lens_k;
+  int64_t heads_q = 4, heads_kv = 2, head_dim = 128;
+  bool causal = false;
+  std::string name() const {
+    std::string n = "q";
+    for (int64_t l : lens_q) n += "_" + std::to_string(l);
+    n += "_k";
+    for (int64_t l : lens_k) n += "_" + std::to_string(l);
+    n += "_h" + std::to_string(heads_q) + "x" + std::to_string(heads_kv) + "_d" + std::to_string(head_dim);
+    return causal ? n + "_causal" : n;
+  }
+};
+
+// Rows [r0, r0 + n) of packed [total, width] doubles.
+std::vector<double> packed_rows(const std::vector<double>& x, int64_t r0, int64_t n, int64_t width) {
+  return {x.begin() + r0 * width, x.begin() + (r0 + n) * width};
+}
+
+// Packed fp8 q, k, v with descale factors, run through forward() and
+// checked per sequence against the reference and the fp8 naive of that
+// sequence under the rule: every sequence's rows must be what the padded rule
+// allows, whatever its neighbours (zero lengths, a last key tile shared with
+// the next sequence's rows in the packed tensor). also_c_abi: then
+// fa_forward_varlen_fp8 on the same tensors must give the same bits.
+void check_fp8_varlen(Device dev, const Fp8VarlenCase& c, bool also_c_abi = false) {
+  const int64_t B = static_cast<int64_t>(c.lens_q.size()), D = c.head_dim;
+  int64_t tq = 0, tk = 0;
+  for (int64_t l : c.lens_q) tq += l;
+  for (int64_t l : c.lens_k) tk += l;
+  const double dq = 0.125, dk = 0.1171875, dv = 0.2109375;
+  Tensor q = make_contiguous(dev, DType::F8E4M3, {tq, c.heads_q, D});
+  Tensor k = make_contiguous(dev, DType::F8E4M3, {tk, c.heads_kv, D});
+  Tensor v = make_contiguous(dev, DType::F8E4M3, {tk, c.heads_kv, D});
+  const std::vector<double> qd = scaled(fill_randn(q, 8.0), dq), kd = scaled(fill_randn(k, 8.0), dk),
+                            vd = scaled(fill_randn(v, 8.0), dv);
+  Tensor out = make_contiguous(dev, DType::BF16, {tq, c.heads_q, D});
+  Tensor lse = make_contiguous(dev, DType::F32, {c.heads_q, tq});
+  Tensor cu_q = make_i32(dev, cumulative(c.lens_q), {B + 1});
+  Tensor cu_k = make_i32(dev, cumulative(c.lens_k), {B + 1});
+  const Tensor sq = scalar_tensor(dev, static_cast<float>(dq)), sk = scalar_tensor(dev, static_cast<float>(dk)),
+               sv = scalar_tensor(dev, static_cast<float>(dv));
+  flashattn::ForwardArgs a;
+  a.q = q.view();
+  a.k = k.view();
+  a.v = v.view();
+  a.out = out.view();
+  a.lse = lse.view();
+  a.options.causal = c.causal;
+  a.varlen.cu_seqlens_q = cu_q.view();
+  a.varlen.cu_seqlens_k = cu_k.view();
+  for (int64_t l : c.lens_q) a.varlen.max_seqlen_q = std::max(a.varlen.max_seqlen_q, l);
+  for (int64_t l : c.lens_k) a.varlen.max_seqlen_k = std::max(a.varlen.max_seqlen_k, l);
+  a.fp8_descale.q = sq.view();
+  a.fp8_descale.k = sk.view();
+  a.fp8_descale.v = sv.view();
+  CallGuard guard({&q, &k, &v, &cu_q, &cu_k, &sq, &sk, &sv}, {&out, &lse});
+  const flashattn::Status st = flashattn::forward(a);
+  if (dev == Device::CUDA && st.code == ErrorCode::Unsupported &&
+      !gpu_must_support(Fp8Case{1, 1, 1, c.heads_q, c.heads_kv, D})) {
+    GTEST_SKIP() << "Unsupported: " << st.message;
+  }
+  ASSERT_TRUE(st.ok()) << "forward failed: " << st.message;
+  EXPECT_TRUE(guard.wrote_exactly_outputs());
+  const std::vector<double> got = out.read(), got_lse = lse.read();
+  if (also_c_abi) {
+    out.write(std::vector<double>(got.size(), 0.0));
+    const fa_forward_args ca = to_c(a);
+    fa_varlen cv{};
+    cv.cu_seqlens_q = to_c(a.varlen.cu_seqlens_q);
+    cv.cu_seqlens_k = to_c(a.varlen.cu_seqlens_k);
+    cv.max_seqlen_q = a.varlen.max_seqlen_q;
+    cv.max_seqlen_k = a.varlen.max_seqlen_k;
+    const fa_fp8_descale cs{to_c(a.fp8_descale.q), to_c(a.fp8_descale.k), to_c(a.fp8_descale.v)};
+    ASSERT_EQ(fa_forward_varlen_fp8(&ca, &cv, &cs), FA_OK) << fa_last_error();
+    EXPECT_EQ(out.read(), got);
+    EXPECT_EQ(lse.read(), got_lse);
+    EXPECT_EQ(fa_forward_varlen_fp8(&ca, nullptr, &cs), FA_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(fa_last_error()).find("varlen"), std::string::npos) << fa_last_error();
+  }
+
+  const int64_t wq = c.heads_q * D, wk = c.heads_kv * D;
+  std::vector<double> ref(qd.size(), 0.0), naive(qd.size(), 0.0), ref_lse(size_t(c.heads_q * tq), 0.0),
+      naive_lse = ref_lse;
+  double score_err = 0, max_v = 0;
+  for (double x : vd) max_v = std::max(max_v, std::abs(x));
+  int64_t oq = 0, ok = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t lq = c.lens_q[size_t(b)], lk = c.lens_k[size_t(b)];
+    if (lq > 0) {
+      flashattn::reference::Problem pb;
+      pb.batch = 1;
+      pb.seqlen_q = lq;
+      pb.seqlen_k = lk;
+      pb.heads_q = c.heads_q;
+      pb.heads_kv = c.heads_kv;
+      pb.head_dim = D;
+      pb.causal = c.causal;
+      const auto qb = packed_rows(qd, oq, lq, wq), kb = packed_rows(kd, ok, lk, wk), vb = packed_rows(vd, ok, lk, wk);
+      std::vector<double> r(qb.size()), rl(size_t(c.heads_q * lq)), n, nl;
+      flashattn::reference::forward(pb, qb.data(), kb.data(), vb.data(), r.data(), rl.data());
+      flashattn::reference::naive_forward_fp8(pb, qb, kb, vb, r, &n, &nl);
+      std::copy(r.begin(), r.end(), ref.begin() + oq * wq);
+      std::copy(n.begin(), n.end(), naive.begin() + oq * wq);
+      for (int64_t h = 0; h < c.heads_q; ++h) {
+        for (int64_t i = 0; i < lq; ++i) {
+          ref_lse[size_t(h * tq + oq + i)] = rl[size_t(h * lq + i)];
+          naive_lse[size_t(h * tq + oq + i)] = nl[size_t(h * lq + i)];
+        }
+      }
+      if (lk > 0) {
+        score_err = std::max(score_err, flashattn::reference::fp8_score_error(
+                                            qb, kb, 1, lq, lk, c.heads_q, c.heads_kv, D,
+                                            1.0 / std::sqrt(static_cast<double>(D))));
+      }
+    }
+    oq += lq;
+    ok += lk;
+  }
+  int64_t max_k = 1;
+  for (int64_t l : c.lens_k) max_k = std::max(max_k, l);
+  EXPECT_TRUE(within_rule("out", DType::BF16, got, ref, naive, max_k, D, max_v));
+  EXPECT_TRUE(lse_within_rule("lse", got_lse, ref_lse, naive_lse, D, score_err));
+}
+
+std::vector<Fp8VarlenCase> fp8_varlen_cases() {
+  std::vector<Fp8VarlenCase> cs;
+  for (int64_t d : {128, 256, 96}) {
+    // Odd lengths, a zero-length sequence, a last key tile that the next
+    // sequence's packed rows fill, Sq != Sk, GQA 2:1.
+    cs.push_back({{37, 0, 300, 129}, {100, 7, 261, 129}, 4, 2, d, false});
+    cs.push_back({{37, 0, 300, 129}, {100, 7, 261, 129}, 4, 2, d, true});  // causal per sequence
+  }
+  cs.push_back({{1, 1, 1}, {700, 1, 300}, 8, 1, 128, true});  // decode-like rows, MQA
+  cs.push_back({{37, 5}, {100, 0}, 4, 2, 128, false});        // a last sequence with no keys
+  cs.push_back({{0, 37}, {7, 100}, 4, 2, 128, true});         // a first one with no queries
+  cs.push_back({{513, 257}, {513, 257}, 2, 2, 128, true});    // several key tiles
+  return cs;
+}
+
+class Fp8Varlen : public ::testing::TestWithParam<std::tuple<Device, Fp8VarlenCase>> {};
+
+TEST_P(Fp8Varlen, MatchesReferencePerSequence) {
+  const Device dev = std::get<0>(GetParam());
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable " << device_name(dev) << " device";
+  check_fp8_varlen(dev, std::get<1>(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, Fp8Varlen,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::ValuesIn(fp8_varlen_cases())),
+                         [](const ::testing::TestParamInfo<std::tuple<Device, Fp8VarlenCase>>& i) {
+                           return std::string(device_name(std::get<0>(i.param))) + "_" +
+                                  std::get<1>(i.param).name();
+                         });
+
 // ---- argument checks -------------------------------------------------------
 
 struct Fp8Args {
@@ -259,6 +423,14 @@ void expect_refused(const Fp8Args& f, const flashattn::ForwardArgs& a, ErrorCode
 }
 
 class Fp8Invalid : public ::testing::TestWithParam<Device> {};
+
+// fa_forward_varlen_fp8 gives forward()'s bits on the same tensors, and
+// refuses a null varlen descriptor.
+TEST_P(Fp8Invalid, VarlenCAbiSameBitsAsCpp) {
+  const Device dev = GetParam();
+  if (!device_usable(dev)) GTEST_SKIP();
+  check_fp8_varlen(dev, Fp8VarlenCase{{37, 0, 130}, {90, 5, 200}, 4, 2, 128, true}, true);
+}
 
 TEST_P(Fp8Invalid, OutputMustBeBf16) {
   const Device dev = GetParam();

@@ -4,7 +4,9 @@
 
 Timing: CUDA events, 5 warm-up calls, median of 30. The fp8 time includes
 the V transpose (fp8_v_transpose.cu) that every fp8 call runs (--kernels
-prints each kernel's device time apart). FLOPs are the
+prints each kernel's device time apart). flashattn_fp8_varlen (not in the
+default --impls): the same tokens as a varlen batch of equal sequences
+(cu_seqlens), against the padded call. FLOPs are the
 attention's (4 B H S^2 d, halved for causal). Prints CSV (and writes it to
 the path given as the first argument):
 
@@ -84,10 +86,16 @@ def main():
                     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
                         return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
                                                               v.transpose(1, 2), is_causal=bool(causal))
+                # The same tokens as a varlen batch of b equal sequences (packed views).
+                cu = torch.arange(0, (b + 1) * n, n, dtype=torch.int32, device="cuda")
                 impls = {
                     "flashattn_bf16": lambda: flashattn.attention(q, k, v, causal=bool(causal)),
                     "flashattn_fp8": lambda: flashattn.attention_fp8(
                         q8, k8, v8, q_descale=sq, k_descale=sk, v_descale=sv, causal=bool(causal)),
+                    "flashattn_fp8_varlen": lambda: flashattn.attention_fp8(
+                        q8.view(b * n, h, d), k8.view(b * n, h, d), v8.view(b * n, h, d), q_descale=sq,
+                        k_descale=sk, v_descale=sv, causal=bool(causal), cu_seqlens_q=cu, cu_seqlens_k=cu,
+                        max_seqlen_q=n, max_seqlen_k=n),
                     "sdpa_cudnn_bf16": sdpa_cudnn,
                 }
                 for name in a.impls.split(","):
@@ -96,11 +104,12 @@ def main():
                         ms = median_ms(f, repeat=30)
                         tf = flops(b, h, n, d, causal, "fwd") / ms / 1e9
                         print(f"{name},fwd,{d},{n},{causal},{b},{h},{ms:.4f},{tf:.1f}", file=out, flush=True)
-                        if a.kernels and name == "flashattn_fp8":
+                        if a.kernels and name.startswith("flashattn_fp8"):
                             per = kernel_time(f, per_kernel=True)
                             parts = ";".join(f"{k}={v * 1e3:.1f}us" for k, v in per.items()) \
                                 if isinstance(per, dict) else str(per)
-                            print(f"# kernels,hdim={d},seqlen={n},causal={causal},{parts}", file=out, flush=True)
+                            print(f"# kernels,{name},hdim={d},seqlen={n},causal={causal},{parts}", file=out,
+                                  flush=True)
                     except Exception as e:  # record, go on
                         print(f"{name},fwd,{d},{n},{causal},{b},{h},nan,nan  # {type(e).__name__}: "
                               f"{str(e)[:100]}", file=out, flush=True)

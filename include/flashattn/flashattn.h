@@ -147,6 +147,10 @@ typedef struct fa_fp8_descale {
   fa_tensor q, k, v;
 } fa_fp8_descale;
 FA_API fa_status fa_forward_fp8(const fa_forward_args* args, const fa_fp8_descale* scales);
+/* The same on a variable-length batch (packed q, k, v as fa_forward_varlen
+ * takes them; CUDA: the Hopper kernel, as for padded batches). */
+FA_API fa_status fa_forward_varlen_fp8(const fa_forward_args* args, const fa_varlen* varlen,
+                                       const fa_fp8_descale* scales);
 
 /* Bytes of scratch memory the call would allocate (host for CPU tensors,
  * device for CUDA tensors); the inputs and outputs are not counted. */

@@ -121,16 +121,16 @@ struct Varlen {
   bool enabled() const noexcept { return cu_seqlens_q.data != nullptr || cu_seqlens_k.data != nullptr; }
 };
 
-// FP8 forward (forward() with padded batches only; no backward, varlen or
-// KV cache): q, k and v all F8E4M3, out BF16. The attention computed is that
+// FP8 forward (forward(), padded or varlen batches; no backward or KV
+// cache): q, k and v all F8E4M3, out BF16. The attention computed is that
 // of the dequantised tensors q * q_descale, k * k_descale, v * v_descale
 // (per-tensor factors, as FlashAttention-3's descale arguments), in fp32
 // accumulation; P is rounded to e4m3 before P V as the tensor cores take it.
 // Each factor is optional: an fp32 tensor of one element ([1]) on q's device,
 // read by the kernel (no host synchronisation); data == nullptr means 1.
 // CUDA: Hopper (sm_90a) only, head dims that are multiples of 16 up to 256
-// (on the kernel's 128 and 256 tiles), no softcap, ALiBi or dropout. CPU: every head dim and variant (computed in fp32 from the
-// dequantised inputs).
+// (on the kernel's 128 and 256 tiles), no softcap, ALiBi or dropout. CPU:
+// every head dim and variant (computed in fp32 from the dequantised inputs).
 struct Fp8Descale {
   TensorView q, k, v;
 };

@@ -30,6 +30,7 @@ __all__ = [
     "forward_workspace_bytes", "forward_packed", "backward_packed", "options_tuple",
     "FORWARD_PACK", "BACKWARD_PACK", "KVCACHE_PACK", "FP8_DESCALE_PACK", "forward_kvcache_packed",
     "forward_fp8_packed", "VARLEN_PACK", "forward_varlen_packed", "backward_varlen_packed",
+    "forward_varlen_fp8_packed",
     "NO_TENSOR", "backward_workspace_bytes", "version", "cuda_available",
 ]
 
@@ -229,9 +230,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fa_forward_kvcache.restype = ctypes.c_int
     proto1 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)
     proto2 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)
+    proto3 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
     for name, proto in (("fa_forward", proto1), ("fa_backward", proto1), ("fa_forward_kvcache", proto1),
                         ("fa_forward_fp8", proto2), ("fa_forward_varlen", proto2),
-                        ("fa_backward_varlen", proto2)):
+                        ("fa_backward_varlen", proto2), ("fa_forward_varlen_fp8", proto3)):
         _raw[name] = proto((name, lib))
 
 
@@ -336,6 +338,14 @@ def forward_fp8_packed(forward_values: tuple, descale_values: tuple) -> None:
     dropout_mask tensor) and FP8_DESCALE_PACK.pack(*descale_values)."""
     _call_packed("fa_forward_fp8", FORWARD_PACK.pack(*forward_values),
                  FP8_DESCALE_PACK.pack(*descale_values))
+
+
+def forward_varlen_fp8_packed(forward_values: tuple, varlen_values: tuple, descale_values: tuple) -> None:
+    """fa_forward_varlen_fp8 on FORWARD_PACK.pack(*forward_values) (no
+    dropout_mask), VARLEN_PACK.pack(*varlen_values) and
+    FP8_DESCALE_PACK.pack(*descale_values)."""
+    _call_packed("fa_forward_varlen_fp8", FORWARD_PACK.pack(*forward_values, *NO_TENSOR),
+                 VARLEN_PACK.pack(*varlen_values), FP8_DESCALE_PACK.pack(*descale_values))
 
 
 def forward_varlen_packed(forward_values: tuple, varlen_values: tuple) -> None:

@@ -1,6 +1,6 @@
 """FP8 (e4m3) attention forward on torch tensors: ``flashattn.attention_fp8``
-and the custom op ``torch.ops.flashattn.fwd_fp8`` (with a fake, so
-torch.compile(fullgraph=True) traces it as one node).
+and the custom ops ``torch.ops.flashattn.fwd_fp8`` and ``fwd_fp8_varlen``
+(with fakes, so torch.compile(fullgraph=True) traces each as one node).
 
 The attention computed is that of the dequantised tensors q * q_descale,
 k * k_descale, v * v_descale (per-tensor factors, FlashAttention-3's
@@ -25,24 +25,30 @@ from ._torch_ops import _device, _fast_path_ok, _raw_stream
 _FP8 = torch.float8_e4m3fn
 
 
-def _fp8_view(name: str, t: Tensor) -> tuple:
+def _fp8_view(name: str, t: Tensor, ndim: int = 4) -> tuple:
+    """(tensor used, its 13 packed fa_tensor values): 4 dimensions [batch,
+    seqlen, heads, head_dim], or 3 [total, heads, head_dim] (varlen)."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
     if t.dtype != _FP8:
         raise _capi.InvalidArgumentError(
             f"{name}: dtype {t.dtype} is not supported here; expected torch.float8_e4m3fn "
             "(for 16-bit and fp32 inputs use flashattn.attention)")
-    if t.dim() != 4:
+    if t.dim() != ndim:
+        dims = "[batch, seqlen, heads, head_dim]" if ndim == 4 else "[total, heads, head_dim] (varlen)"
         raise _capi.InvalidArgumentError(
-            f"{name}: expected 4 dimensions [batch, seqlen, heads, head_dim], got shape {tuple(t.shape)}")
+            f"{name}: expected {ndim} dimensions {dims}, got shape {tuple(t.shape)}")
     fa_dev, idx = _device(t)
     if fa_dev is None:
         raise _capi.InvalidArgumentError(f"{name}: device {t.device} is not supported; expected cpu or cuda")
-    if t.stride(3) != 1 and t.shape[3] > 1:
+    if t.stride(-1) != 1 and t.shape[-1] > 1:
         t = t.contiguous()
-    b, s, h, d = t.shape
     st = t.stride()
-    return t, (t.data_ptr(), _capi.FA_F8E4M3, fa_dev, idx, 4, b, s, h, d, st[0], st[1], st[2], 1)
+    if ndim == 4:
+        b, s, h, d = t.shape
+        return t, (t.data_ptr(), _capi.FA_F8E4M3, fa_dev, idx, 4, b, s, h, d, st[0], st[1], st[2], 1)
+    s, h, d = t.shape
+    return t, (t.data_ptr(), _capi.FA_F8E4M3, fa_dev, idx, 3, s, h, d, 0, st[0], st[1], 1, 0)
 
 
 def _scale_values(t: Optional[Tensor]) -> tuple:
@@ -93,6 +99,50 @@ def _fwd_fp8_fake(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causa
             q.new_empty((B, Hq, Sq), dtype=torch.float32))
 
 
+def _fwd_fp8_varlen_impl(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+                         max_seqlen_q: int, max_seqlen_k: int, q_descale: Optional[Tensor],
+                         k_descale: Optional[Tensor], v_descale: Optional[Tensor], softmax_scale: float,
+                         causal: bool, window_left: int, window_right: int) -> Tuple[Tensor, Tensor]:
+    from ._torch_varlen import _varlen_values  # (imports torch ops: not at module load)
+
+    q, tq = _fp8_view("q", q, 3)
+    k, tk = _fp8_view("k", k, 3)
+    v, tv = _fp8_view("v", v, 3)
+    keep, vl = _varlen_values(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    T, H, D = tq[5], tq[6], tq[7]
+    fa_dev, idx = tq[2], tq[3]
+    out = torch.empty((T, H, D), dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty((H, T), dtype=torch.float32, device=q.device)
+    to = (out.data_ptr(), _capi.FA_BF16, fa_dev, idx, 3, T, H, D, 0, H * D, D, 1, 0)
+    tl = (lse.data_ptr(), _capi.FA_F32, fa_dev, idx, 2, H, T, 0, 0, T, 1, 0, 0)
+    values = (*tq, *tk, *tv, *to, *tl,
+              softmax_scale, 0.0, window_left, window_right, causal, False,
+              _raw_stream(idx) if fa_dev == _capi.FA_CUDA else 0, *_capi.NO_VARIANTS)
+    _capi.forward_varlen_fp8_packed(values, vl, (*_scale_values(q_descale), *_scale_values(k_descale),
+                                                 *_scale_values(v_descale)))
+    del keep
+    return out, lse
+
+
+@torch.library.custom_op("flashattn::fwd_fp8_varlen", mutates_args=())
+def fwd_fp8_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+                   max_seqlen_q: int, max_seqlen_k: int, q_descale: Optional[Tensor],
+                   k_descale: Optional[Tensor], v_descale: Optional[Tensor], softmax_scale: float,
+                   causal: bool, window_left: int, window_right: int) -> Tuple[Tensor, Tensor]:
+    """Returns (out [total_q, Hq, D] bfloat16, lse fp32 [Hq, total_q])."""
+    return _fwd_fp8_varlen_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                q_descale, k_descale, v_descale, softmax_scale, causal, window_left,
+                                window_right)
+
+
+@fwd_fp8_varlen.register_fake
+def _fwd_fp8_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, q_descale,
+                         k_descale, v_descale, softmax_scale, causal, window_left, window_right):
+    T, H, D = q.shape
+    torch._check(k.dim() == 3 and v.dim() == 3, lambda: "k, v: expected 3 dimensions (varlen)")
+    return (q.new_empty((T, H, D), dtype=torch.bfloat16), q.new_empty((H, T), dtype=torch.float32))
+
+
 def _descale_tensor(name: str, x: Union[None, float, Tensor], like: Tensor) -> Optional[Tensor]:
     if x is None:
         return None
@@ -106,7 +156,9 @@ def _descale_tensor(name: str, x: Union[None, float, Tensor], like: Tensor) -> O
 
 def attention_fp8(q: Tensor, k: Tensor, v: Tensor, *, q_descale=None, k_descale=None,
                   v_descale=None, causal: bool = False, softmax_scale=None, window=(-1, -1),
-                  return_lse: bool = False):
+                  return_lse: bool = False, cu_seqlens_q: Optional[Tensor] = None,
+                  cu_seqlens_k: Optional[Tensor] = None, max_seqlen_q: Optional[int] = None,
+                  max_seqlen_k: Optional[int] = None):
     """FP8 attention forward: softmax(scale * (q qd)(k kd)^T) (v vd), in bfloat16.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv,
@@ -114,7 +166,12 @@ def attention_fp8(q: Tensor, k: Tensor, v: Tensor, *, q_descale=None, k_descale=
     the per-tensor dequantisation factors (a Python float or a one-element
     tensor; None = 1), e.g. amax / 448 from the quantisation.  causal,
     softmax_scale (default 1/sqrt(head_dim)) and window as in ``attention``.
-    Returns out (bfloat16) or (out, lse).  Not differentiable.
+    Variable-length batches: packed q [total_q, heads_q, head_dim], k, v
+    [total_k, heads_kv, head_dim] with cu_seqlens_q / cu_seqlens_k (int32
+    [batch + 1]) and max_seqlen_q / max_seqlen_k, as ``flash_attn_varlen_func``
+    takes them (causal per sequence, bottom-right aligned); lse is then
+    [heads_q, total_q].  Returns out (bfloat16) or (out, lse).  Not
+    differentiable.
     """
     if softmax_scale is not None and not isinstance(softmax_scale, (int, float)):
         raise TypeError("softmax_scale: expected a number or None")
@@ -122,6 +179,15 @@ def attention_fp8(q: Tensor, k: Tensor, v: Tensor, *, q_descale=None, k_descale=
     qd = _descale_tensor("q_descale", q_descale, q)
     kd = _descale_tensor("k_descale", k_descale, q)
     vd = _descale_tensor("v_descale", v_descale, q)
+    if cu_seqlens_q is not None or cu_seqlens_k is not None:
+        if cu_seqlens_q is None or cu_seqlens_k is None or max_seqlen_q is None or max_seqlen_k is None:
+            raise _capi.InvalidArgumentError(
+                "varlen: pass cu_seqlens_q, cu_seqlens_k, max_seqlen_q and max_seqlen_k together")
+        fn = (_fwd_fp8_varlen_impl if _fast_path_ok(q, k, v)
+              else torch.ops.flashattn.fwd_fp8_varlen)
+        out, lse = fn(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), qd, kd,
+                      vd, o["softmax_scale"], o["causal"], o["window_left"], o["window_right"])
+        return (out, lse) if return_lse else out
     # Plain tensors in eager mode skip the op dispatch (as ``attention`` does);
     # compile tracing, modes and subclasses see the op.
     fn = _fwd_fp8_impl if _fast_path_ok(q, k, v) else torch.ops.flashattn.fwd_fp8

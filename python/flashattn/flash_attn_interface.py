@@ -85,15 +85,22 @@ def _wants_variants(dropout_p, alibi_slopes, return_attn_probs) -> bool:
 
 
 def _fp8(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-         return_attn_probs, q_descale, k_descale, v_descale):
-    """float8_e4m3fn inputs (FlashAttention-3's fp8 forward): bfloat16 out."""
+         return_attn_probs, q_descale, k_descale, v_descale, fn="flash_attn_func", **varlen):
+    """float8_e4m3fn inputs (FlashAttention-3's fp8 forward): bfloat16 out;
+    varlen: cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k."""
     if dropout_p or alibi_slopes is not None or return_attn_probs or softcap > 0:
         raise NotImplementedError(
-            "flash_attn_func: float8_e4m3fn inputs take no dropout_p, alibi_slopes, softcap or "
+            f"{fn}: float8_e4m3fn inputs take no dropout_p, alibi_slopes, softcap or "
             "return_attn_probs")
     return attention_fp8(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
                          softmax_scale=softmax_scale, causal=causal,
-                         window=tuple(max(int(w), -1) for w in window_size))
+                         window=tuple(max(int(w), -1) for w in window_size), **varlen)
+
+
+def _no_descale(fn, q, q_descale, k_descale, v_descale):
+    if q_descale is not None or k_descale is not None or v_descale is not None:
+        raise ValueError(f"{fn}: q_descale / k_descale / v_descale are for "
+                         f"torch.float8_e4m3fn inputs, q is {q.dtype}")
 
 
 def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
@@ -112,9 +119,7 @@ def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: Optional[flo
     if q.dtype == torch.float8_e4m3fn:
         return _fp8(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                     return_attn_probs, q_descale, k_descale, v_descale)
-    if q_descale is not None or k_descale is not None or v_descale is not None:
-        raise ValueError("flash_attn_func: q_descale / k_descale / v_descale are for "
-                         f"torch.float8_e4m3fn inputs, q is {q.dtype}")
+    _no_descale("flash_attn_func", q, q_descale, k_descale, v_descale)
     if _wants_variants(dropout_p, alibi_slopes, return_attn_probs):
         return _variants(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
                          alibi_slopes, deterministic, return_attn_probs)
@@ -182,7 +187,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
                            causal: bool = False, window_size: Tuple[int, int] = (-1, -1),
                            softcap: float = 0.0, alibi_slopes=None, deterministic: bool = False,
-                           return_attn_probs: bool = False, block_table=None):
+                           return_attn_probs: bool = False, block_table=None, *, q_descale=None,
+                           k_descale=None, v_descale=None):
     """q: (total_q, nheads, headdim); k, v: (total_k, nheads_k, headdim);
     cu_seqlens_q / cu_seqlens_k: int32 (batch + 1,), cumulative lengths from 0;
     max_seqlen_q / max_seqlen_k: the longest sequence.  Causal masking is
@@ -191,8 +197,18 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     flash_attn_func's, a fresh seed per call from torch's generator; the keep
     mask of sequence b is that of batch entry b of a padded call (rows and keys
     counted within the sequence).  Returns out (total_q, nheads, headdim).
-    Differentiable in q, k, v."""
+    Differentiable in q, k, v.  FP8: torch.float8_e4m3fn q, k, v with the
+    descale keywords, as flash_attn_func (bfloat16 out, forward only)."""
     _unsupported("flash_attn_varlen_func", return_attn_probs)
+    if q.dtype == torch.float8_e4m3fn:
+        if block_table is not None:
+            raise NotImplementedError("flash_attn_varlen_func: float8_e4m3fn inputs take no block_table")
+        return _fp8(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                    return_attn_probs, q_descale, k_descale, v_descale, "flash_attn_varlen_func",
+                    cu_seqlens_q=_i32("cu_seqlens_q", cu_seqlens_q, q.device),
+                    cu_seqlens_k=_i32("cu_seqlens_k", cu_seqlens_k, q.device),
+                    max_seqlen_q=int(max_seqlen_q), max_seqlen_k=int(max_seqlen_k))
+    _no_descale("flash_attn_varlen_func", q, q_descale, k_descale, v_descale)
     seed = dropout_seed(dropout_p)
     if block_table is not None:
         raise NotImplementedError(

@@ -160,6 +160,21 @@ flashattn::KvCacheArgs to_kvcache(const fa_kvcache_args& a) {
   return r;
 }
 
+// The fp8 descale tensors of fa_forward_fp8 / fa_forward_varlen_fp8 into a
+// (scales NULL: every factor 1).
+fa_status set_fp8_descale(const fa_fp8_descale* scales, flashattn::ForwardArgs* a) {
+  if (scales == nullptr) return FA_OK;
+  if (fa_status s = check_ndims({{"fp8_descale.q", &scales->q}, {"fp8_descale.k", &scales->k},
+                                 {"fp8_descale.v", &scales->v}});
+      s != FA_OK) {
+    return s;
+  }
+  a->fp8_descale.q = to_view(scales->q);
+  a->fp8_descale.k = to_view(scales->k);
+  a->fp8_descale.v = to_view(scales->v);
+  return FA_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -218,16 +233,18 @@ fa_status fa_forward_fp8(const fa_forward_args* args, const fa_fp8_descale* scal
   if (args == nullptr) return null_args("fa_forward_fp8");
   if (fa_status s = check_forward_ndims(*args); s != FA_OK) return s;
   flashattn::ForwardArgs a = to_forward(*args);
-  if (scales != nullptr) {
-    if (fa_status s = check_ndims({{"fp8_descale.q", &scales->q}, {"fp8_descale.k", &scales->k},
-                                   {"fp8_descale.v", &scales->v}});
-        s != FA_OK) {
-      return s;
-    }
-    a.fp8_descale.q = to_view(scales->q);
-    a.fp8_descale.k = to_view(scales->k);
-    a.fp8_descale.v = to_view(scales->v);
-  }
+  if (fa_status s = set_fp8_descale(scales, &a); s != FA_OK) return s;
+  return finish(flashattn::forward(a));
+}
+
+fa_status fa_forward_varlen_fp8(const fa_forward_args* args, const fa_varlen* varlen,
+                                const fa_fp8_descale* scales) {
+  if (args == nullptr) return null_args("fa_forward_varlen_fp8");
+  if (fa_status s = check_forward_ndims(*args); s != FA_OK) return s;
+  if (fa_status s = check_varlen("fa_forward_varlen_fp8", varlen); s != FA_OK) return s;
+  flashattn::ForwardArgs a = to_forward(*args);
+  a.varlen = to_varlen(*varlen);
+  if (fa_status s = set_fp8_descale(scales, &a); s != FA_OK) return s;
   return finish(flashattn::forward(a));
 }
 

@@ -217,11 +217,11 @@ Status check_lse(const char* name, const TensorView& lse, const TensorView& q, i
 
 Strides strides_of(const TensorView& t) { return {t.stride[0], t.stride[1], t.stride[2]}; }
 
-// fp8 inputs are for the padded forward only (flashattn.hpp, Fp8Descale).
+// fp8 inputs are for forward() only, padded or varlen (flashattn.hpp, Fp8Descale).
 Status refuse_fp8(const AttnParams& p, const char* call) {
   if (p.dtype != DType::F8E4M3) return Status::Ok();
   return Status::Error(ErrorCode::Unsupported,
-                       std::string("q: float8_e4m3 inputs are supported by the padded forward() "
+                       std::string("q: float8_e4m3 inputs are supported by forward() (padded or varlen) "
                                    "only, not by ") + call);
 }
 
@@ -542,7 +542,6 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
   if (Status s = as_packed("v", a.v, &v); !s.ok()) return s;
   if (Status s = as_packed("out", a.out, &out); !s.ok()) return s;
   if (Status s = fill_common(q, k, v, a.options, p); !s.ok()) return s;
-  if (Status s = refuse_fp8(*p, "varlen batches"); !s.ok()) return s;
   if (Status s = fill_fp8_descale(a, p); !s.ok()) return s;
   if (Status s = fill_variants(a.options, a.q, B, p); !s.ok()) return s;
   if (a.dropout_mask.data) return invalid("dropout_mask: returned for padded batches only (not varlen)");
@@ -555,7 +554,7 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
   }
   const int64_t total_q = q.shape[1], total_k = k.shape[1], Hq = p->heads_q, Dv = p->head_dim_v;
   if (Status s = check_bshd("out", out, {1, total_q, Hq, Dv}); !s.ok()) return s;
-  if (Status s = check_same_place("out", a.out, a.q, a.q.dtype); !s.ok()) return s;
+  if (Status s = check_same_place("out", a.out, a.q, out_dtype_for(a.q.dtype)); !s.ok()) return s;
   if (Status s = check_no_self_overlap("out", a.out); !s.ok()) return s;
   const bool has_lse = a.lse.data != nullptr;
   if (has_lse) {
@@ -563,12 +562,13 @@ Status make_forward_params_varlen(const ForwardArgs& a, FwdParams* p) {
   }
   std::vector<Named> outputs{{"out", &a.out}};
   if (has_lse) outputs.push_back({"lse", &a.lse});
-  if (Status s = check_disjoint(outputs, {{"q", &a.q}, {"k", &a.k}, {"v", &a.v},
-                                          {"cu_seqlens_q", &a.varlen.cu_seqlens_q},
-                                          {"cu_seqlens_k", &a.varlen.cu_seqlens_k}});
-      !s.ok()) {
-    return s;
-  }
+  std::vector<Named> inputs{{"q", &a.q}, {"k", &a.k}, {"v", &a.v},
+                            {"cu_seqlens_q", &a.varlen.cu_seqlens_q},
+                            {"cu_seqlens_k", &a.varlen.cu_seqlens_k}};
+  if (p->q_descale) inputs.push_back({"fp8_descale.q", &a.fp8_descale.q});
+  if (p->k_descale) inputs.push_back({"fp8_descale.k", &a.fp8_descale.k});
+  if (p->v_descale) inputs.push_back({"fp8_descale.v", &a.fp8_descale.v});
+  if (Status s = check_disjoint(outputs, inputs); !s.ok()) return s;
   if (Status s = check_cu_values("cu_seqlens_q", a.varlen.cu_seqlens_q, total_q,
                                  a.varlen.max_seqlen_q, "max_seqlen_q");
       !s.ok()) {

@@ -36,36 +36,52 @@ void dequantise(const void* src, const Strides& s, int64_t batch, int64_t seqlen
   }
 }
 
+// The tensors as dense rows: padded [batch, seqlen], or varlen's packed
+// [1, total] (its cu_seqlens index the same rows of the fp32 copies).
+struct Fp8Rows {
+  int64_t batch, seqlen_q, seqlen_k;
+};
+Fp8Rows rows_of(const FwdParams& p) {
+  if (p.varlen()) return {1, p.total_q, p.total_k};
+  return {p.batch, p.seqlen_q, p.seqlen_k};
+}
+
 }  // namespace
 
 FwdParams fp8_as_fp32_shape(const FwdParams& p) noexcept {
+  const Fp8Rows r = rows_of(p);
   FwdParams f = p;
   f.dtype = DType::F32;
   f.q = f.k = f.v = nullptr;
   f.out = nullptr;
-  f.q_str = f.o_str = dense_strides(p.seqlen_q, p.heads_q, p.head_dim);
-  f.k_str = f.v_str = dense_strides(p.seqlen_k, p.heads_kv, p.head_dim);
+  f.q_str = f.o_str = dense_strides(r.seqlen_q, p.heads_q, p.head_dim);
+  f.k_str = f.v_str = dense_strides(r.seqlen_k, p.heads_kv, p.head_dim);
+  if (p.varlen()) {  // packed rows: sequence b starts at row cu_seqlens[b] (common/sequence.hpp)
+    f.q_str.batch = f.o_str.batch = f.k_str.batch = f.v_str.batch = 0;
+  }
   f.q_descale = f.k_descale = f.v_descale = nullptr;
   return f;
 }
 
 size_t fp8_copy_bytes(const FwdParams& p) noexcept {
-  const int64_t nq = p.batch * p.seqlen_q * p.heads_q * p.head_dim;
-  const int64_t nk = p.batch * p.seqlen_k * p.heads_kv * p.head_dim;
+  const Fp8Rows r = rows_of(p);
+  const int64_t nq = r.batch * r.seqlen_q * p.heads_q * p.head_dim;
+  const int64_t nk = r.batch * r.seqlen_k * p.heads_kv * p.head_dim;
   return sizeof(float) * static_cast<size_t>(2 * nq + 2 * nk);
 }
 
 Status fp8_forward(const FwdParams& p, Status (*fp32_forward)(const FwdParams&) noexcept) noexcept {
   try {
-    const int64_t nq = p.batch * p.seqlen_q * p.heads_q * p.head_dim;
-    const int64_t nk = p.batch * p.seqlen_k * p.heads_kv * p.head_dim;
+    const Fp8Rows r = rows_of(p);
+    const int64_t nq = r.batch * r.seqlen_q * p.heads_q * p.head_dim;
+    const int64_t nk = r.batch * r.seqlen_k * p.heads_kv * p.head_dim;
     // At least one element each: the fp32 kernels form row pointers of
     // empty tensors too (a null base plus an offset is undefined behaviour).
     auto len = [](int64_t n) { return static_cast<size_t>(n > 0 ? n : 1); };
     std::vector<float> q(len(nq)), k(len(nk)), v(len(nk)), o(len(nq));
-    dequantise(p.q, p.q_str, p.batch, p.seqlen_q, p.heads_q, p.head_dim, p.q_descale, q.data());
-    dequantise(p.k, p.k_str, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, p.k_descale, k.data());
-    dequantise(p.v, p.v_str, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, p.v_descale, v.data());
+    dequantise(p.q, p.q_str, r.batch, r.seqlen_q, p.heads_q, p.head_dim, p.q_descale, q.data());
+    dequantise(p.k, p.k_str, r.batch, r.seqlen_k, p.heads_kv, p.head_dim, p.k_descale, k.data());
+    dequantise(p.v, p.v_str, r.batch, r.seqlen_k, p.heads_kv, p.head_dim, p.v_descale, v.data());
     FwdParams f = fp8_as_fp32_shape(p);
     f.q = q.data();
     f.k = k.data();
@@ -73,13 +89,13 @@ Status fp8_forward(const FwdParams& p, Status (*fp32_forward)(const FwdParams&) 
     f.out = o.data();
     if (Status s = fp32_forward(f); !s.ok()) return s;
     auto* out = static_cast<uint16_t*>(p.out);
-    const int64_t rows = p.batch * p.seqlen_q * p.heads_q;
+    const int64_t rows = r.batch * r.seqlen_q * p.heads_q;
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t b = r / (p.seqlen_q * p.heads_q), t = (r / p.heads_q) % p.seqlen_q,
-                    h = r % p.heads_q;
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t b = i / (r.seqlen_q * p.heads_q), t = (i / p.heads_q) % r.seqlen_q,
+                    h = i % p.heads_q;
       uint16_t* dst = out + b * p.o_str.batch + t * p.o_str.seq + h * p.o_str.head;
-      const float* src = o.data() + r * p.head_dim;
+      const float* src = o.data() + i * p.head_dim;
       for (int64_t d = 0; d < p.head_dim; ++d) dst[d] = float_to_bf16(src[d]);
     }
     return Status::Ok();

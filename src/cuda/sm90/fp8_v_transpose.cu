@@ -37,9 +37,12 @@ __device__ __forceinline__ void transpose4x4(uint32_t a, uint32_t b, uint32_t c,
   out[3] = __byte_perm(ab23, ce23, 0x7632);
 }
 
+// cu_k: varlen (sequence b's keys are packed rows cu_k[b] .. cu_k[b + 1]),
+// else null (seqlen_k keys per batch entry, s_batch apart).
 __global__ void __launch_bounds__(kThreads) fp8_v_transpose_kernel(
     const uint8_t* __restrict__ v, int64_t s_batch, int64_t s_seq, int64_t s_head, int64_t seqlen_k,
-    int batch, int heads_kv, int head_dim, int64_t keys_padded, uint8_t* __restrict__ vt) {
+    const int32_t* __restrict__ cu_k, int batch, int heads_kv, int head_dim, int64_t keys_padded,
+    uint8_t* __restrict__ vt) {
   __shared__ __align__(16) uint8_t tile[kKeys][kCols];
   const int64_t k0 = int64_t(blockIdx.x) * kKeys;
   const int d0 = blockIdx.y * kCols, t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -47,7 +50,18 @@ __global__ void __launch_bounds__(kThreads) fp8_v_transpose_kernel(
   // (batch, head) pairs beyond gridDim.z's 65535 limit loop.
   for (int64_t bh = blockIdx.z; bh < int64_t(batch) * heads_kv; bh += gridDim.z) {
     const int64_t b = bh / heads_kv, h = bh % heads_kv;
-    const uint8_t* src = v + b * s_batch + h * s_head + d0;
+    const uint8_t* src = v + h * s_head + d0;
+    uint8_t* dst_row0 = vt;  // the pair's first V^T row, its first key
+    if (cu_k != nullptr) {
+      const int64_t first = cu_k[b];
+      seqlen_k = cu_k[b + 1] - first;
+      if (k0 >= seqlen_k) continue;  // past the sequence's last tile (uniform over the block)
+      src += first * s_seq;
+      dst_row0 += h * head_dim * keys_padded + fp8_vt_seq_start(first, b);
+    } else {
+      src += b * s_batch;
+      dst_row0 += bh * head_dim * keys_padded;
+    }
     uint4 x[kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {  // all loads in flight before any store
@@ -80,7 +94,7 @@ __global__ void __launch_bounds__(kThreads) fp8_v_transpose_kernel(
 #pragma unroll
         for (int j = 0; j < 4; ++j) out[j][q] = o[j];
       }
-      uint8_t* dst = vt + (bh * head_dim + d0 + col) * keys_padded + k0 + 16 * kc;
+      uint8_t* dst = dst_row0 + (d0 + col) * keys_padded + k0 + 16 * kc;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         *reinterpret_cast<uint4*>(dst + j * keys_padded) = make_uint4(out[j][0], out[j][1], out[j][2], out[j][3]);
@@ -93,14 +107,18 @@ __global__ void __launch_bounds__(kThreads) fp8_v_transpose_kernel(
 }  // namespace
 
 Status launch_fp8_v_transpose(const AttnParams& p, uint8_t* vt, cudaStream_t stream) {
-  const int64_t keys = fp8_vt_keys(p.seqlen_k);
-  if (keys == 0 || p.batch * p.heads_kv == 0) return Status::Ok();
+  // Key tiles per (batch, head): of the longest sequence when varlen (p.seqlen_k
+  // is max_seqlen_k; the blocks past a sequence's tiles return).
+  const int64_t tiles = fp8_vt_keys(p.seqlen_k) / kKeys;
+  const int64_t keys = p.varlen() ? fp8_vt_keys_varlen(p.total_k, p.batch) : fp8_vt_keys(p.seqlen_k);
+  if (tiles == 0 || p.batch * p.heads_kv == 0) return Status::Ok();
   const int64_t pairs = p.batch * p.heads_kv;
-  const dim3 grid(static_cast<unsigned>(keys / kKeys), static_cast<unsigned>((p.head_dim + kCols - 1) / kCols),
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>((p.head_dim + kCols - 1) / kCols),
                   static_cast<unsigned>(pairs < 65535 ? pairs : 65535));
   fp8_v_transpose_kernel<<<grid, kThreads, 0, stream>>>(
       static_cast<const uint8_t*>(p.v), p.v_str.batch, p.v_str.seq, p.v_str.head, p.seqlen_k,
-      static_cast<int>(p.batch), static_cast<int>(p.heads_kv), static_cast<int>(p.head_dim), keys, vt);
+      p.varlen() ? p.cu_seqlens_k : nullptr, static_cast<int>(p.batch), static_cast<int>(p.heads_kv),
+      static_cast<int>(p.head_dim), keys, vt);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     return Status::Error(ErrorCode::CudaError,

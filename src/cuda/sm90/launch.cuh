@@ -37,7 +37,12 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
       return Status::Error(ErrorCode::Internal,
                            "sm90 forward: the 64-row tile takes padded calls without softcap or ALiBi");
     }
-  } else if constexpr (!T::kFp8) {  // fp8: padded batches, no score modification (can_implement)
+  } else if constexpr (T::kFp8) {
+    // fp8: padded or varlen batches (V^T laid out per sequence by the
+    // transpose), no KV cache, split-KV, packing or score modification
+    // (sm90_forward.cu can_implement).
+    if (args.cu_seqlens_q != nullptr) kernel = &fwd_kernel<T, true>;
+  } else {
     // The per-sequence kernels take varlen batches, KV caches, split-KV and
     // GQA packing (kernel_args.hpp), so that the padded kernel keeps none of their
     // per-tile code: with it the padded kernel grew by 10% (its main loop

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "block_mask.cuh"
+#include "fp8_v_transpose.hpp"
 #include "kernel_args.hpp"
 #include "kernel_traits.cuh"
 #include "ptx.cuh"
@@ -177,10 +178,13 @@ struct Mainloop {
       if constexpr (T::kFp8) {
         // V^T [batch, heads_kv, head_dim, keys]: boxes of 128 head-dim rows
         // of the tile's 128 keys (one swizzle atom per row), like K's.
+        // Varlen: [1, heads_kv, head_dim, keys], the sequence's keys from
+        // fp8_vt_seq_start (fp8_v_transpose.hpp).
+        const int key0 = (kVarlen ? static_cast<int>(fp8_vt_seq_start(tile.k_off, tile.batch)) : 0) + n * kBlockN;
 #pragma unroll
         for (int r = 0; r < kHeadDim; r += kFp8VtBoxRows) {
-          tma_load_4d(sm.v(pipe.stage) + r * 128, &a.tm_v, sm.v_full(pipe.stage), n * kBlockN, r,
-                      kv_head, tile.kv_map_batch);
+          tma_load_4d(sm.v(pipe.stage) + r * 128, &a.tm_v, sm.v_full(pipe.stage), key0, r, kv_head,
+                      tile.kv_map_batch);
         }
       } else {
 #pragma unroll

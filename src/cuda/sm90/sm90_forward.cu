@@ -261,9 +261,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   // v's head dim.
   const TileShape shape = tile_shape(p);
   const int tile_d = shape.tile_d;
-  if (fp8 && (p.varlen() || p.has_variants())) {
-    return unsupported("float8_e4m3 takes padded batches without ALiBi or dropout");
-  }
+  if (fp8 && p.has_variants()) return unsupported("float8_e4m3 without ALiBi or dropout");
   if (fp8 && p.softcap != 0.0f) return unsupported("fp8 with softcap is not implemented");
   if (p.dropout_p > 0.0f) return unsupported("dropout runs on the sm80 kernels");
   if (!(p.softcap >= 0.0f) || !std::isfinite(p.softcap)) return unsupported("softcap must be finite and >= 0");
@@ -330,12 +328,15 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
   if (why.empty()) why = encode_tma_maps({{&args->tm_o, o, 64}}, map_batch, p.dim_v(), out_dtype_for(p.dtype));
   if (why.empty() && !fp8) why = encode_tma_maps({{&args->tm_v, v, kv_box_rows}}, kv_b, p.dim_v(), p.dtype);
   if (why.empty() && fp8 && vt != nullptr) {
-    // V^T [batch, heads_kv, head_dim, keys]: rows of keys, boxes of
+    // V^T [batch, heads_kv, head_dim, keys] (varlen: [1, heads_kv, head_dim,
+    // keys], the sequences one after another): rows of keys, boxes of
     // kFp8VtBoxRows rows x 128 keys (fp8_v_transpose.hpp).
-    const int64_t keys = no_keys ? kFp8VtKeyAlign : fp8_vt_keys(sk);
+    const int64_t keys = no_keys  ? kFp8VtKeyAlign
+                         : varlen ? fp8_vt_keys_varlen(p.total_k, p.batch)
+                                  : fp8_vt_keys(sk);
     const TmaOperand vtop{"v (transposed)", vt, p.head_dim, p.heads_kv,
                           Strides{p.heads_kv * p.head_dim * keys, keys, p.head_dim * keys}};
-    why = encode_tma_maps({{&args->tm_v, vtop, kFp8VtBoxRows}}, p.batch, keys, p.dtype);
+    why = encode_tma_maps({{&args->tm_v, vtop, kFp8VtBoxRows}}, map_batch, keys, p.dtype);
   }
   if (!why.empty()) return unsupported(why);
   args->q_descale = p.q_descale;
