@@ -28,7 +28,18 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
   // sit in every kernel's loop), built for the tiles sm90_forward.cu's
   // choose_block_m gives them: two consumer warpgroups (head dims 64 and 128
   // on 128 rows, 192, 256), and ALiBi alone also on head dim 64's 192 rows.
-  auto* kernel = &fwd_kernel<T, false>;
+  // fp8 at head dim 128 runs padded calls on the per-sequence kernel too
+  // (lengths from the arguments when cu_seqlens is null): its attention read
+  // 0.95-0.97x the padded kernel's time unmasked at 512-4k tokens and
+  // 0.96-0.99x at 16k, causal 0.95-1.02x (two H100 calls; bench/sm90/NOTES.md,
+  // "fp8 varlen"), so the padded fp8 head-dim-128 kernel is not built.
+  // FLASHATTN_SM90_FP8_PADDED_AS_VARLEN=0: the padded kernel as before (A/B).
+#ifndef FLASHATTN_SM90_FP8_PADDED_AS_VARLEN
+#define FLASHATTN_SM90_FP8_PADDED_AS_VARLEN 1
+#endif
+  constexpr bool kPerSequenceOnly = T::kFp8 && T::kHeadDim == 128 && FLASHATTN_SM90_FP8_PADDED_AS_VARLEN;
+  void (*kernel)(KernelArgs) = nullptr;
+  if constexpr (!kPerSequenceOnly) kernel = &fwd_kernel<T, false>;
   if constexpr (T::kConsumerWGs == 1) {
     // The single-warpgroup tile is built for plain padded calls only
     // (sm90_forward.cu choose_block_m gives it no others).
@@ -41,7 +52,7 @@ Status launch_fwd(const KernelArgs& args, cudaStream_t stream) {
     // fp8: padded or varlen batches (V^T laid out per sequence by the
     // transpose), no KV cache, split-KV, packing or score modification
     // (sm90_forward.cu can_implement).
-    if (args.cu_seqlens_q != nullptr) kernel = &fwd_kernel<T, true>;
+    if (kPerSequenceOnly || args.cu_seqlens_q != nullptr) kernel = &fwd_kernel<T, true>;
   } else {
     // The per-sequence kernels take varlen batches, KV caches, split-KV and
     // GQA packing (kernel_args.hpp), so that the padded kernel keeps none of their

@@ -180,7 +180,9 @@ struct Mainloop {
         // of the tile's 128 keys (one swizzle atom per row), like K's.
         // Varlen: [1, heads_kv, head_dim, keys], the sequence's keys from
         // fp8_vt_seq_start (fp8_v_transpose.hpp).
-        const int key0 = (kVarlen ? static_cast<int>(fp8_vt_seq_start(tile.k_off, tile.batch)) : 0) + n * kBlockN;
+        const int key0 = (kVarlen && a.cu_seqlens_k != nullptr ? static_cast<int>(fp8_vt_seq_start(tile.k_off, tile.batch))
+                                                               : 0) +
+                         n * kBlockN;
 #pragma unroll
         for (int r = 0; r < kHeadDim; r += kFp8VtBoxRows) {
           tma_load_4d(sm.v(pipe.stage) + r * 128, &a.tm_v, sm.v_full(pipe.stage), key0, r, kv_head,
