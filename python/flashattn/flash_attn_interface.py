@@ -200,9 +200,11 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     Differentiable in q, k, v.  FP8: torch.float8_e4m3fn q, k, v with the
     descale keywords, as flash_attn_func (bfloat16 out, forward only)."""
     _unsupported("flash_attn_varlen_func", return_attn_probs)
+    if block_table is not None:
+        raise NotImplementedError(
+            "flash_attn_varlen_func: block_table (paged KV) is supported by flash_attn_with_kvcache, "
+            "not by the varlen function yet; pass block_table=None")
     if q.dtype == torch.float8_e4m3fn:
-        if block_table is not None:
-            raise NotImplementedError("flash_attn_varlen_func: float8_e4m3fn inputs take no block_table")
         return _fp8(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                     return_attn_probs, q_descale, k_descale, v_descale, "flash_attn_varlen_func",
                     cu_seqlens_q=_i32("cu_seqlens_q", cu_seqlens_q, q.device),
@@ -210,10 +212,6 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                     max_seqlen_q=int(max_seqlen_q), max_seqlen_k=int(max_seqlen_k))
     _no_descale("flash_attn_varlen_func", q, q_descale, k_descale, v_descale)
     seed = dropout_seed(dropout_p)
-    if block_table is not None:
-        raise NotImplementedError(
-            "flash_attn_varlen_func: block_table (paged KV) is supported by flash_attn_with_kvcache, "
-            "not by the varlen function yet; pass block_table=None")
     o = _resolved(softmax_scale, causal, window_size, softcap)
     out, _ = _torch_varlen.varlen_forward(
         q, k, v, _i32("cu_seqlens_q", cu_seqlens_q, q.device), _i32("cu_seqlens_k", cu_seqlens_k, q.device),

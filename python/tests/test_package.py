@@ -136,7 +136,8 @@ FLASH_ATTN_SIGNATURES = {
 
 # flashattn's additions: keyword-only, after flash-attn's own parameters, so
 # every flash-attn call binds the same (FlashAttention-3's fp8 descales).
-FLASHATTN_KEYWORD_EXTRAS = {"flash_attn_func": ["q_descale", "k_descale", "v_descale"]}
+FLASHATTN_KEYWORD_EXTRAS = {"flash_attn_func": ["q_descale", "k_descale", "v_descale"],
+                            "flash_attn_varlen_func": ["q_descale", "k_descale", "v_descale"]}
 
 
 @pytest.mark.parametrize("name", sorted(FLASH_ATTN_SIGNATURES))
