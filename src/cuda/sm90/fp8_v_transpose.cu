@@ -110,7 +110,7 @@ Status launch_fp8_v_transpose(const AttnParams& p, uint8_t* vt, cudaStream_t str
   // Key tiles per (batch, head): of the longest sequence when varlen (p.seqlen_k
   // is max_seqlen_k; the blocks past a sequence's tiles return).
   const int64_t tiles = fp8_vt_keys(p.seqlen_k) / kKeys;
-  const int64_t keys = p.varlen() ? fp8_vt_keys_varlen(p.total_k, p.batch) : fp8_vt_keys(p.seqlen_k);
+  const int64_t keys = fp8_vt_row_keys(p);
   if (tiles == 0 || p.batch * p.heads_kv == 0) return Status::Ok();
   const int64_t pairs = p.batch * p.heads_kv;
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>((p.head_dim + kCols - 1) / kCols),

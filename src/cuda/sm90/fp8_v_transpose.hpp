@@ -10,10 +10,10 @@
 // L = 4t + e (t, e in 0..3) holds key (e / 2) * 8 + 2t + e % 2.
 // Keys from seqlen_k up to keys_padded (a multiple of 128) are zero.
 //
-// Varlen batches: V^T [1, heads_kv, head_dim, fp8_vt_keys_varlen(total_k,
-// batch)], sequence b's keys from position fp8_vt_seq_start(cu_seqlens_k[b],
-// b) on, zero from its length up to its last key tile's end; positions
-// between the sequences' tiles are never written nor read.
+// Varlen batches: V^T [1, heads_kv, head_dim, fp8_vt_row_keys(p)], sequence
+// b's keys from position fp8_vt_seq_start(cu_seqlens_k[b], b) on, zero from
+// its length up to its last key tile's end; positions between the sequences'
+// tiles are never written nor read.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -40,12 +40,16 @@ inline int64_t fp8_vt_keys(int64_t seqlen_k) {
 __host__ __device__ inline int64_t fp8_vt_seq_start(int64_t cu_k, int64_t b) {
   return (cu_k + 127) / 128 * 128 + 256 * b;
 }
-// Varlen: V^T's keys per row (the last sequence's tiles end before it).
-inline int64_t fp8_vt_keys_varlen(int64_t total_k, int64_t batch) { return fp8_vt_seq_start(total_k, batch); }
+// V^T's keys per row: padded, seqlen_k rounded up to whole key tiles; varlen,
+// the position where a sequence after the last would start (the last
+// sequence's tiles end before it).
+inline int64_t fp8_vt_row_keys(const AttnParams& p) {
+  return p.varlen() ? fp8_vt_seq_start(p.total_k, p.batch) : fp8_vt_keys(p.seqlen_k);
+}
 
 inline size_t fp8_vt_bytes(const AttnParams& p) {
-  if (p.varlen()) return static_cast<size_t>(p.heads_kv * p.head_dim * fp8_vt_keys_varlen(p.total_k, p.batch));
-  return static_cast<size_t>(p.batch * p.heads_kv * p.head_dim * fp8_vt_keys(p.seqlen_k));
+  const int64_t batches = p.varlen() ? 1 : p.batch;  // varlen: one row per (head, column) for all sequences
+  return static_cast<size_t>(batches * p.heads_kv * p.head_dim * fp8_vt_row_keys(p));
 }
 
 // The key stored at position `pos` of V^T (the permutation above).

@@ -331,9 +331,7 @@ Status prepare(const FwdParams& p, const void* vt, KernelArgs* args) {
     // V^T [batch, heads_kv, head_dim, keys] (varlen: [1, heads_kv, head_dim,
     // keys], the sequences one after another): rows of keys, boxes of
     // kFp8VtBoxRows rows x 128 keys (fp8_v_transpose.hpp).
-    const int64_t keys = no_keys  ? kFp8VtKeyAlign
-                         : varlen ? fp8_vt_keys_varlen(p.total_k, p.batch)
-                                  : fp8_vt_keys(sk);
+    const int64_t keys = no_keys ? kFp8VtKeyAlign : fp8_vt_row_keys(p);
     const TmaOperand vtop{"v (transposed)", vt, p.head_dim, p.heads_kv,
                           Strides{p.heads_kv * p.head_dim * keys, keys, p.head_dim * keys}};
     why = encode_tma_maps({{&args->tm_v, vtop, kFp8VtBoxRows}}, map_batch, keys, p.dtype);
