@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cpu/cpu_backend.hpp"
+#include "cpu/kernel_table.hpp"
 #include "support/harness.hpp"
 #include "support/varlen.hpp"
 
@@ -25,19 +26,25 @@
 namespace fa_test {
 namespace {
 
-// Sets FLASHATTN_CPU_ISA for one test (nullptr: unsets it) and restores the
-// caller's value.
-class IsaScope {
+// Sets an environment variable for one test (nullptr: unsets it) and
+// restores the caller's value.
+class EnvScope {
  public:
-  explicit IsaScope(const char* isa) {
-    if (const char* old = std::getenv("FLASHATTN_CPU_ISA")) saved_ = old, had_ = true;
-    isa ? setenv("FLASHATTN_CPU_ISA", isa, 1) : unsetenv("FLASHATTN_CPU_ISA");
+  EnvScope(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
+    value ? setenv(name, value, 1) : unsetenv(name);
   }
-  ~IsaScope() { had_ ? setenv("FLASHATTN_CPU_ISA", saved_.c_str(), 1) : unsetenv("FLASHATTN_CPU_ISA"); }
+  ~EnvScope() { had_ ? setenv(name_.c_str(), saved_.c_str(), 1) : unsetenv(name_.c_str()); }
 
  private:
-  std::string saved_;
+  std::string name_, saved_;
   bool had_ = false;
+};
+
+// FLASHATTN_CPU_ISA for one test.
+class IsaScope : public EnvScope {
+ public:
+  explicit IsaScope(const char* isa) : EnvScope("FLASHATTN_CPU_ISA", isa) {}
 };
 
 Case make(DType dt, int64_t d, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, bool causal,
@@ -220,6 +227,41 @@ TEST(CpuIsaDefault, Avx512Bf16OnAmdOnly) {
     EXPECT_EQ(got, "avx512_bf16");
   } else {
     EXPECT_NE(got, "avx512_bf16");
+  }
+}
+
+// A decode step's prefetches of the next K / V tile go to L2 only on Zen 4
+// (kernel_table.hpp decode_prefetch_rule; bench/NOTES.md, "Decode
+// prefetches into L2 on Zen 4"): the rule, its override, and decode steps
+// under both settings against the reference (a prefetch changes no result;
+// this runs both branches of the prefetcher on every path of this CPU).
+TEST(CpuDecodePrefetch, L2OnZen4Only) {
+  using flashattn::detail::cpu::decode_prefetch_rule;
+  EXPECT_TRUE(decode_prefetch_rule(nullptr, true, 0x19, true));    // Zen 4
+  EXPECT_FALSE(decode_prefetch_rule(nullptr, true, 0x19, false));  // Zen 3
+  EXPECT_FALSE(decode_prefetch_rule(nullptr, true, 0x1a, true));   // Zen 5
+  EXPECT_FALSE(decode_prefetch_rule(nullptr, false, 6, true));     // an Intel Xeon
+  EXPECT_FALSE(decode_prefetch_rule("l1", true, 0x19, true));
+  EXPECT_TRUE(decode_prefetch_rule("l2", false, 6, true));
+  EXPECT_TRUE(decode_prefetch_rule("L2?", true, 0x19, true));  // not l1 / l2: the rule
+}
+
+TEST(CpuDecodePrefetch, BothSettingsMatchReference) {
+  for (const char* where : {"l1", "l2"}) {
+    EnvScope scope("FLASHATTN_CPU_DECODE_PREFETCH", where);
+    EXPECT_EQ(flashattn::detail::cpu::decode_prefetch_to_l2(), std::string(where) == "l2");
+    for (DType dt : {DType::BF16, DType::F32}) {
+      KvCase c;  // 8 query heads per KV head, two sequences, split KV
+      c.dtype = dt;
+      c.heads_q = 16;
+      c.heads_kv = 2;
+      c.head_dim = 128;
+      c.cache_lens = {1001, 333};
+      c.capacity = 1024;
+      c.num_splits = 3;
+      SCOPED_TRACE(std::string(where) + " " + c.name());
+      check_kvcache(Device::CPU, c);
+    }
   }
 }
 

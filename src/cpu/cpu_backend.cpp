@@ -32,6 +32,7 @@ enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3, Amx = 4 };
 struct CpuFeatures {
   bool avx2 = false, avx512 = false, amx = false, avx512_bf16 = false;
   bool amd = false;  // CPUID vendor "AuthenticAMD"
+  int family = 0;    // CPUID leaf 1: base family, plus the extended family when it is 0xf
 };
 
 const CpuFeatures& cpu_features() {
@@ -48,6 +49,10 @@ const CpuFeatures& cpu_features() {
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     // Leaf 0: the vendor string in EBX, EDX, ECX.
     if (__get_cpuid(0, &a, &b, &cx, &d)) c.amd = b == 0x68747541u && d == 0x69746e65u && cx == 0x444d4163u;
+    if (__get_cpuid(1, &a, &b, &cx, &d)) {
+      c.family = int((a >> 8) & 0xf);
+      if (c.family == 0xf) c.family += int((a >> 20) & 0xff);
+    }
 #if defined(FLASHATTN_CPU_AMX)
     c.amx = c.avx512 && amx_usable();
     c.avx512_bf16 = c.avx512 && avx512_bf16_usable();
@@ -69,6 +74,23 @@ bool supported(Isa isa) {
     default: return false;
   }
 }
+
+}  // namespace
+
+bool decode_prefetch_rule(const char* env, bool amd, int family, bool avx512) noexcept {
+  if (env != nullptr && !std::strcmp(env, "l2")) return true;
+  if (env != nullptr && !std::strcmp(env, "l1")) return false;
+  // AMD family 0x19 with AVX-512 is Zen 4 (Zen 3, the same family, has none;
+  // Zen 5 is 0x1a): the one CPU where the L2 form measured faster.
+  return amd && family == 0x19 && avx512;
+}
+
+bool decode_prefetch_to_l2() noexcept {
+  const CpuFeatures& f = cpu_features();  // cached; the variable is read per call (tests switch it)
+  return decode_prefetch_rule(std::getenv("FLASHATTN_CPU_DECODE_PREFETCH"), f.amd, f.family, f.avx512);
+}
+
+namespace {
 
 // The default order: AMX; AVX512-BF16 on AMD CPUs; AVX-512, AVX2, scalar.
 // The AVX512-BF16 path (bf16 GEMMs on VDPBF16PS dot products) is the

@@ -22,6 +22,17 @@ struct KernelTable {
   void (*backward)(const BwdParams&, float* workspace, int nthreads);
 };
 
+// Whether a decode step's software prefetches of the next K / V tile go to L2
+// only (prefetcht1) rather than to L1 (prefetcht0): decode_prefetch_rule for
+// this CPU and FLASHATTN_CPU_DECODE_PREFETCH (read per call). cpu_backend.cpp.
+bool decode_prefetch_to_l2() noexcept;
+// The rule, from measurements (bench/NOTES.md, "Decode prefetches into L2 on
+// Zen 4"): L2 on AMD Zen 4 (family 0x19 with AVX-512), where it read 25-35%
+// faster from memory at 64k keys; L1 elsewhere (level or slower into L2 on
+// a Zen 5, 20-25% slower on an Intel Xeon). env "l1" / "l2" overrides it;
+// nullptr or any other value leaves it.
+bool decode_prefetch_rule(const char* env, bool amd, int family, bool avx512) noexcept;
+
 const KernelTable& kernels_scalar();
 #if defined(__x86_64__) || defined(_M_X64)
 const KernelTable& kernels_avx2();

@@ -32,6 +32,7 @@
 #include "common/mask.hpp"
 #include "common/sequence.hpp"
 #include "convert.hpp"
+#include "cpu/kernel_table.hpp"
 #include "gemm.hpp"
 #include "tile_mask.hpp"
 #include "tiles.hpp"
@@ -332,9 +333,8 @@ template <class Tick = NoTick>
 #ifndef FA_DECODE_PF_AHEAD
 #define FA_DECODE_PF_AHEAD 1
 #endif
-#ifndef FA_DECODE_PF_LOCALITY
-#define FA_DECODE_PF_LOCALITY 3
-#endif
+// Which cache the prefetches fill (L1 or L2 only) is chosen per CPU at run
+// time: decode_prefetch_to_l2() (kernel_table.hpp).
 // 1: each head's share of the next tile is spread over that head's step
 // (SpreadPrefetch); 0: issued in one burst before it.
 #ifndef FA_DECODE_PF_SPREAD
@@ -912,6 +912,17 @@ inline size_t decode_extra_floats(const FwdParams& p) {
   return ns > 1 ? size_t(p.batch * p.heads_kv * ns) * partial_floats(p) : 0;
 }
 
+// One line of a decode step's K / V prefetch, into L1 (prefetcht0) or into
+// L2 only (prefetcht1): the better one depends on the CPU (kernel_table.hpp,
+// decode_prefetch_to_l2).
+[[gnu::always_inline]] inline void decode_prefetch_line(const char* a, bool to_l2) {
+  if (to_l2) {
+    __builtin_prefetch(a, 0, 2);
+  } else {
+    __builtin_prefetch(a, 0, 3);
+  }
+}
+
 // Prefetches of rows [r, r_end): each row's K run, then its V run (the
 // group's heads of one row are one run of memory), 64-byte lines spread over
 // a step's arithmetic: the kernels call step(work) per block of keys (work in
@@ -923,6 +934,7 @@ template <class R>
 struct SpreadPrefetch {
   R k0, kl, v0, vl;  // the group's first and last head's rows of K and V
   int64_t r, r_end, row_bytes;
+  bool to_l2 = false;  // prefetcht1 instead of prefetcht0 (decode_prefetch_to_l2)
   int64_t lines = 0, work_total = 1, credit = 0;
   const char* p = nullptr;
   const char* e = nullptr;
@@ -943,13 +955,13 @@ struct SpreadPrefetch {
   void step(int64_t work) {
     for (credit += work * lines; credit >= work_total; credit -= work_total) {
       if (p >= e && !next_run()) return;
-      __builtin_prefetch(p, 0, FA_DECODE_PF_LOCALITY);
+      decode_prefetch_line(p, to_l2);
       p += 64;
     }
   }
   void flush() {
     while (p < e || next_run()) {
-      __builtin_prefetch(p, 0, FA_DECODE_PF_LOCALITY);
+      decode_prefetch_line(p, to_l2);
       p += 64;
     }
   }
@@ -985,6 +997,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   }
   // The group's part of a K/V row is one run of memory; the next tile's runs
   // are prefetched a share per head, spread over the tile's work.
+  const bool to_l2 = decode_prefetch_to_l2();
   const auto k0 = kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0);
   const auto kl = kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0 + nh - 1);
   const auto v0 = kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk0);
@@ -992,7 +1005,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   auto prefetch_run = [&](const auto& first, const auto& last, int64_t r) {
     const char* a = reinterpret_cast<const char*>(first.row(r));
     const char* e = reinterpret_cast<const char*>(last.row(r) + sp.head_dim);
-    for (; a < e; a += 64) __builtin_prefetch(a, 0, FA_DECODE_PF_LOCALITY);
+    for (; a < e; a += 64) decode_prefetch_line(a, to_l2);
   };
   // One head alone (one KV head) takes its whole slice in one call, which
   // prefetches its next tile itself.
@@ -1008,7 +1021,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   for (int64_t c0 = c_begin; c0 < std::max(c_end, c_begin + 1); c0 += step) {
     for (int64_t j = 0; j < nh; ++j) {  // an empty slice still initialises O, m, l
       using Pf = SpreadPrefetch<decltype(k0)>;
-      Pf pf{k0, kl, v0, vl, 0, 0, int64_t(sizeof(T)) * sp.head_dim};
+      Pf pf{k0, kl, v0, vl, 0, 0, int64_t(sizeof(T)) * sp.head_dim, to_l2};
       if (kAhead > 0) {
         const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
         const int64_t ra = c0 + kAhead + n1 * j / nh, rb = c0 + kAhead + n1 * (j + 1) / nh;
