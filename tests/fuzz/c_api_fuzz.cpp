@@ -1,8 +1,9 @@
 // libFuzzer target over the C ABI (include/flashattn/flashattn.h).
 //
 // The input bytes choose one call (forward, backward, or a workspace query;
-// fp8 forwards and, for a quarter of the forwards and backwards, their
-// variable-length forms: c_api_fuzz_varlen.cpp),
+// fp8 forwards; for a quarter of the forwards and backwards their
+// variable-length forms, c_api_fuzz_varlen.cpp; for a fifth of the other
+// forwards a KV-cache call, c_api_fuzz_kvcache.cpp),
 // the shapes, strides (padded, permuted, zero, negative, overlapping), dtypes,
 // options (scale / softcap / window incl. NaN, Inf, huge) and pointers, and
 // then zero or more *mutations*, each of which makes the call invalid by the
@@ -299,6 +300,13 @@ void run_one(Bytes& in) {
   std::mt19937 pick_vl(seed ^ 0x85ebca6bu);
   if (!big && pb.op < 2 && pick_vl() % 4 == 0) {
     run_varlen(in, pb, rng, pick_vl, amp);
+    return;
+  }
+  // KV-cache calls: a fifth of the other small 16-bit / fp32 forwards, the
+  // same way (c_api_fuzz_kvcache.cpp).
+  std::mt19937 pick_kv(seed ^ 0xc2b2ae35u);
+  if (!big && pb.op == 0 && !pb.fp8 && pick_kv() % 5 == 0) {
+    run_kvcache(in, pb, rng, pick_kv, amp);
     return;
   }
 

@@ -309,4 +309,8 @@ void judge(const Problem& pb, const Dense& d);
 // pb's kind: c_api_fuzz_varlen.cpp.
 void run_varlen(Bytes& in, const Problem& pb, std::mt19937& rng, std::mt19937& pick, float amp);
 
+// A KV-cache call (fa_forward_kvcache) with pb's dtype, heads, head dim and
+// options: c_api_fuzz_kvcache.cpp.
+void run_kvcache(Bytes& in, const Problem& pb, std::mt19937& rng, std::mt19937& pick, float amp);
+
 }  // namespace fa_fuzz
