@@ -1,5 +1,6 @@
 """Medians and ranges of flashattn's decode GB/s and fraction of the streaming read over the
-base / new runs of bench_decode.py in this folder (decode-*-{base,new}.csv, run2/ included).
+base / new runs of bench_decode.py in this folder and run2/ (decode-*-{base,new}.csv; first-tile/
+is a later A/B with other libraries).
   python3 summarize.py"""
 import csv
 import glob
@@ -8,7 +9,7 @@ import statistics
 
 here = os.path.dirname(os.path.abspath(__file__))
 rows = {}
-for path in sorted(glob.glob(os.path.join(here, "**", "decode-*.csv"), recursive=True)):
+for path in sorted(glob.glob(os.path.join(here, "decode-*.csv")) + glob.glob(os.path.join(here, "run2", "decode-*.csv"))):
     tag = path.rsplit("-", 1)[1][:-4]
     with open(path) as fh:
         for r in csv.reader(line for line in fh if not line.startswith("#")):
