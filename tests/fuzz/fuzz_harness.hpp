@@ -285,6 +285,45 @@ struct Snapshot {
   }
 };
 
+// The call's status: one with mutations must be refused with a message and
+// leave every byte as it was (false: nothing more to check); a valid one
+// must succeed and clear fa_last_error (true: judge its results).
+inline bool expect_status(fa_status st, int mutations, const Snapshot& snap) {
+  const std::string msg = fa_last_error();
+  if (mutations > 0) {
+    FUZZ_CHECK(st != FA_OK, "an invalid call was accepted");
+    FUZZ_CHECK(!msg.empty(), "refused without a message");
+    FUZZ_CHECK(snap.unchanged(), "a refused call changed memory: " + msg);
+    return false;
+  }
+  FUZZ_CHECK(st == FA_OK, "a valid call was refused: " + msg);
+  FUZZ_CHECK(msg.empty(), "fa_last_error not cleared after success: " + msg);
+  return true;
+}
+
+// The storage of every tensor in `ins` as the snapshot holds it.
+inline void expect_inputs_intact(const Snapshot& snap, const std::vector<const T*>& ins) {
+  for (const auto& b : snap.bufs) {
+    bool is_input = false;
+    for (const T* t : ins) is_input = is_input || t->st == b.first;
+    if (is_input && std::memcmp(b.first->bytes.get(), b.second.data(), b.second.size()) != 0)
+      fail("inputs", "an input buffer changed");
+  }
+}
+
+// A forward wrote exactly out (and lse when returned); a backward dq, dk, dv.
+inline void expect_outputs_written(bool bwd, bool with_lse, const T& out, const T& lse, const T& dq,
+                                   const T& dk, const T& dv) {
+  if (bwd) {
+    expect_written_exactly("dq", dq);
+    expect_written_exactly("dk", dk);
+    expect_written_exactly("dv", dv);
+  } else {
+    expect_written_exactly("out", out);
+    if (with_lse) expect_written_exactly("lse", lse);
+  }
+}
+
 // One call's tensors in float64, dense row-major ([B, S, H, D]; lse [B, Hq,
 // Sq]). Forward: out, and lse when returned. Backward: out (the O it was
 // given), dout, dq, dk, dv.
