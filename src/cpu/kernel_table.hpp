@@ -27,10 +27,10 @@ struct KernelTable {
 // this CPU and FLASHATTN_CPU_DECODE_PREFETCH (read per call). cpu_backend.cpp.
 bool decode_prefetch_to_l2() noexcept;
 // The rule, from measurements (bench/NOTES.md, "Decode prefetches into L2 on
-// Zen 4"): L2 on AMD Zen 4 (family 0x19 with AVX-512), where it read 25-35%
-// faster from memory at 64k keys; L1 elsewhere (level or slower into L2 on
-// a Zen 5, 20-25% slower on an Intel Xeon). env "l1" / "l2" overrides it;
-// nullptr or any other value leaves it.
+// Zen 4"): L2 on AMD Zen 4 (family 0x19 with AVX-512), where decode read
+// 10-53% faster from memory at 16k-64k keys; L1 elsewhere (level or slower
+// into L2 on a Zen 5, 20-25% slower on an Intel Xeon). env "l1" / "l2"
+// overrides it; nullptr or any other value leaves it.
 bool decode_prefetch_rule(const char* env, bool amd, int family, bool avx512) noexcept;
 
 const KernelTable& kernels_scalar();
