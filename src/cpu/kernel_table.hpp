@@ -24,7 +24,8 @@ struct KernelTable {
 
 // Whether a decode step's software prefetches of the next K / V tile go to L2
 // only (prefetcht1) rather than to L1 (prefetcht0): decode_prefetch_rule for
-// this CPU and FLASHATTN_CPU_DECODE_PREFETCH (read per call). cpu_backend.cpp.
+// this CPU and FLASHATTN_CPU_DECODE_PREFETCH (read on every call of this
+// function: the kernels call it once per decode call). cpu_backend.cpp.
 bool decode_prefetch_to_l2() noexcept;
 // The rule, from measurements (bench/NOTES.md, "Decode prefetches into L2 on
 // Zen 4"): L2 on AMD Zen 4 (family 0x19 with AVX-512), where decode read

@@ -479,20 +479,7 @@ void run_one(Bytes& in) {
   expect_inputs_intact(snap, ins);
   expect_outputs_written(bwd, pb.with_lse, c.out, c.lse, c.dq, c.dk, c.dv);
 
-  Dense d;
-  d.q = read_dense(c.q);
-  d.k = read_dense(c.k);
-  d.v = read_dense(c.v);
-  dequantise(pb, &d);
-  d.out = read_dense(c.out);
-  if (pb.with_lse) d.lse = read_dense(c.lse);
-  if (bwd) {
-    d.dout = read_dense(c.dout);
-    d.dq = read_dense(c.dq);
-    d.dk = read_dense(c.dk);
-    d.dv = read_dense(c.dv);
-  }
-  judge(pb, d);
+  judge(pb, read_call(pb, bwd, c.q, c.k, c.v, c.out, c.lse, c.dout, c.dq, c.dk, c.dv));
 }
 
 void judge(const Problem& pb, const Dense& d) {

@@ -357,19 +357,8 @@ void run_varlen(Bytes& in, const Problem& padded, std::mt19937& rng, std::mt1993
   expect_outputs_written(bwd, pb.with_lse, c.out, c.lse, c.dq, c.dk, c.dv);
 
   // Each sequence against the reference of that sequence alone.
-  Dense all;
-  all.q = read_dense(c.q);
-  all.k = read_dense(c.k);
-  all.v = read_dense(c.v);
-  dequantise(pb, &all);
-  all.out = read_dense(c.out);
-  if (pb.with_lse) all.lse = read_dense(c.lse);  // [Hq, total_q]
-  if (bwd) {
-    all.dout = read_dense(c.dout);
-    all.dq = read_dense(c.dq);
-    all.dk = read_dense(c.dk);
-    all.dv = read_dense(c.dv);
-  }
+  // lse: [Hq, total_q].
+  const Dense all = read_call(pb, bwd, c.q, c.k, c.v, c.out, c.lse, c.dout, c.dq, c.dk, c.dv);
   const int64_t wq = pb.Hq * pb.D, wk = pb.Hkv * pb.D, wo = pb.Hq * pb.Dv, wv = pb.Hkv * pb.Dv;
   for (int64_t b = 0; b < pb.B; ++b) {
     const int64_t q0 = c.cu_q[size_t(b)], q1 = c.cu_q[size_t(b) + 1];

@@ -340,6 +340,26 @@ inline void dequantise(const Problem& pb, Dense* d) {
       for (double& e : *x[i]) e *= double(pb.descale[i]);
 }
 
+// A call's tensors read back (q, k, v dequantised; the backward's dout, dq,
+// dk, dv when bwd; lse when pb.with_lse), in their own layouts' dense order.
+inline Dense read_call(const Problem& pb, bool bwd, const T& q, const T& k, const T& v, const T& out,
+                       const T& lse, const T& dout, const T& dq, const T& dk, const T& dv) {
+  Dense d;
+  d.q = read_dense(q);
+  d.k = read_dense(k);
+  d.v = read_dense(v);
+  dequantise(pb, &d);
+  d.out = read_dense(out);
+  if (pb.with_lse) d.lse = read_dense(lse);
+  if (bwd) {
+    d.dout = read_dense(dout);
+    d.dq = read_dense(dq);
+    d.dk = read_dense(dk);
+    d.dv = read_dense(dv);
+  }
+  return d;
+}
+
 // The oracle for a call that ran (pb.op 0 or 1): finite outputs, and
 // DESIGN.md's rule against the fp64 reference where it applies.
 void judge(const Problem& pb, const Dense& d);

@@ -974,10 +974,11 @@ struct SpreadPrefetch {
 // a later pass (one core, a plain read: 8.4 GB/s head by head against 15.2
 // GB/s tile by tile over the heads; bench/NOTES.md). Head j keeps its state
 // (Q^T, O, m, l) in ws + j * L.per_thread, so the arithmetic per head is
-// unchanged; when split, it writes its piece to part(hk).
+// unchanged; when split, it writes its piece to part(hk). to_l2: where its
+// prefetches go (decode_prefetch_to_l2, read once per call by decode()).
 template <class T, bool PAGED, class Part>
 void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0, int64_t nh,
-                 int64_t split, int64_t nsplit, Part part) {
+                 int64_t split, int64_t nsplit, bool to_l2, Part part) {
   const int64_t g = sp.group(), sq = sp.seqlen_q, nq = sq * g, ncol = round_up(nq, VW);
   if (nq == 0) return;
   const WindowMask mask(sp);
@@ -997,7 +998,6 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   }
   // The group's part of a K/V row is one run of memory; the next tile's runs
   // are prefetched a share per head, spread over the tile's work.
-  const bool to_l2 = decode_prefetch_to_l2();
   const auto k0 = kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0);
   const auto kl = kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0 + nh - 1);
   const auto v0 = kv_rows<T, PAGED>(sp, sp.v, sp.v_str, 0, hk0);
@@ -1119,6 +1119,7 @@ void decode(const FwdParams& p, float* ws, int nthreads) {
   // Pieces by (sequence, kv head, split), as decode_merge reads them.
   float* parts = ns > 1 ? ws + size_t(nthreads) * per_thread : nullptr;
   const size_t pstride = partial_floats(p);
+  const bool to_l2 = decode_prefetch_to_l2();  // an environment read: once per call, not per task
 #pragma omp parallel num_threads(nthreads)
   {
     float* w = ws + size_t(omp_get_thread_num()) * per_thread;
@@ -1129,7 +1130,7 @@ void decode(const FwdParams& p, float* ws, int nthreads) {
     for (int64_t t = 0; t < ntasks; ++t) {
       const int64_t split = t % ns, bg = t / ns, b = bg / groups, hk0 = bg % groups * gh;
       const FwdParams sp = sequence_params(p, b, seq_lens(p, b));
-      decode_task<T, PAGED>(sp, L, w, hk0, std::min(gh, p.heads_kv - hk0), split, ns, [&](int64_t hk) {
+      decode_task<T, PAGED>(sp, L, w, hk0, std::min(gh, p.heads_kv - hk0), split, ns, to_l2, [&](int64_t hk) {
         return parts ? parts + size_t((b * p.heads_kv + hk) * ns + split) * pstride : nullptr;
       });
     }
