@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -239,12 +240,14 @@ struct Fp8VarlenCase {
   std::vector<int64_t> lens_q, lens_k;
   int64_t heads_q = 4, heads_kv = 2, head_dim = 128;
   bool causal = false;
+  int64_t tail_q = 0, tail_k = 0;  // packed rows past the last sequence (out 0, LSE -inf there)
   std::string name() const {
     std::string n = "q";
     for (int64_t l : lens_q) n += "_" + std::to_string(l);
     n += "_k";
     for (int64_t l : lens_k) n += "_" + std::to_string(l);
     n += "_h" + std::to_string(heads_q) + "x" + std::to_string(heads_kv) + "_d" + std::to_string(head_dim);
+    if (tail_q || tail_k) n += "_tail" + std::to_string(tail_q) + "_" + std::to_string(tail_k);
     return causal ? n + "_causal" : n;
   }
 };
@@ -262,7 +265,7 @@ std::vector<double> packed_rows(const std::vector<double>& x, int64_t r0, int64_
 // fa_forward_varlen_fp8 on the same tensors must give the same bits.
 void check_fp8_varlen(Device dev, const Fp8VarlenCase& c, bool also_c_abi = false) {
   const int64_t B = static_cast<int64_t>(c.lens_q.size()), D = c.head_dim;
-  int64_t tq = 0, tk = 0;
+  int64_t tq = c.tail_q, tk = c.tail_k;
   for (int64_t l : c.lens_q) tq += l;
   for (int64_t l : c.lens_k) tk += l;
   const double dq = 0.125, dk = 0.1171875, dv = 0.2109375;
@@ -317,8 +320,9 @@ void check_fp8_varlen(Device dev, const Fp8VarlenCase& c, bool also_c_abi = fals
   }
 
   const int64_t wq = c.heads_q * D, wk = c.heads_kv * D;
-  std::vector<double> ref(qd.size(), 0.0), naive(qd.size(), 0.0), ref_lse(size_t(c.heads_q * tq), 0.0),
-      naive_lse = ref_lse;
+  // Rows past the last sequence see no key: O = 0, LSE = -inf.
+  std::vector<double> ref(qd.size(), 0.0), naive(qd.size(), 0.0),
+      ref_lse(size_t(c.heads_q * tq), -std::numeric_limits<double>::infinity()), naive_lse = ref_lse;
   double score_err = 0, max_v = 0;
   for (double x : vd) max_v = std::max(max_v, std::abs(x));
   int64_t oq = 0, ok = 0;
@@ -372,6 +376,8 @@ std::vector<Fp8VarlenCase> fp8_varlen_cases() {
   cs.push_back({{37, 5}, {100, 0}, 4, 2, 128, false});        // a last sequence with no keys
   cs.push_back({{0, 37}, {7, 100}, 4, 2, 128, true});         // a first one with no queries
   cs.push_back({{513, 257}, {513, 257}, 2, 2, 128, true});    // several key tiles
+  cs.push_back({{37, 50}, {45, 70}, 4, 2, 128, true, 30, 3});  // rows past the last sequence
+  cs.push_back({{5, 0}, {60, 9}, 2, 1, 256, false, 1, 40});
   return cs;
 }
 

@@ -79,6 +79,25 @@ std::vector<VarlenCase> varlen_cases() {
   add(DType::BF16, {30, 5, 0}, {400, 5, 9}, 14, 2, 128, true);  // a group of 7
   // Head dim 128 at a length the 128-row tile pads less than the 192-row one.
   add(DType::F16, {250, 7, 620}, {250, 700, 600}, 4, 1, 128, true);
+  // Packed rows past the last sequence (a buffer sized for more tokens):
+  // every dtype, GQA, causal, the deterministic backward, v's own head dim
+  // (the padded-head-dim path), a last sequence that ends mid-tile with the
+  // tail filling the tile, a tail on one side only.
+  add(DType::F32, {17, 1, 113}, {17, 1, 113}, 2, 2, 64, false);
+  v.back().tail_q = 5;
+  v.back().tail_k = 9;
+  add(DType::BF16, {37, 50}, {45, 70}, 4, 2, 128, true);
+  v.back().tail_q = 30;
+  v.back().tail_k = 3;
+  add(DType::F16, {23, 0, 70}, {41, 9, 70}, 4, 2, 64, false);
+  v.back().tail_q = 1;
+  v.back().tail_k = 64;
+  v.back().deterministic = true;
+  add(DType::BF16, {5, 31}, {60, 0}, 2, 1, 192, true);
+  v.back().head_dim_v = 128;
+  v.back().tail_q = 11;
+  add(DType::F16, {0, 3}, {7, 0}, 8, 1, 256, false);
+  v.back().tail_k = 17;
   VarlenCase w;
   w.dtype = DType::F16;
   w.lens_q = {40, 129};

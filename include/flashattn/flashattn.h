@@ -97,7 +97,9 @@ typedef struct fa_backward_args {
 } fa_backward_args;
 
 /* Variable-length batch: both cu_seqlens set, int32 [batch + 1] on q's
- * device, non-decreasing from 0; max_seqlen_* >= every sequence's length. */
+ * device, non-decreasing from 0; max_seqlen_* >= every sequence's length.
+ * Packed rows past cu_seqlens[batch] are written as rows that see no key
+ * (out 0, LSE -inf, dq / dk / dv 0). */
 typedef struct fa_varlen {
   fa_tensor cu_seqlens_q, cu_seqlens_k;
   int64_t max_seqlen_q, max_seqlen_k;

@@ -28,7 +28,10 @@
 // cu_seqlens_k[b+1]) of k and v. LSE is fp32 [heads_q, total_q] (as in
 // flash-attn). Causal is bottom-right aligned per sequence; a sequence of
 // length 0 is allowed (no query rows: nothing written; no keys: O = 0,
-// LSE = -inf; in the backward the gradients of its rows are zero).
+// LSE = -inf; in the backward the gradients of its rows are zero). The
+// packed tensors may have more rows than the sequences: rows at or past
+// cu_seqlens_q[batch] (of out, LSE, dq) and cu_seqlens_k[batch] (of dk, dv)
+// are written as rows that see no key (O = 0, LSE = -inf, gradients 0).
 //
 // KV-cache decoding (flash-attn's flash_attn_with_kvcache): forward_kvcache()
 // with KvCacheArgs below. cache_seqlens is NOT updated by the library (as in

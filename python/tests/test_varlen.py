@@ -78,6 +78,34 @@ def test_varlen_forward_backward(device, dtype, causal, path):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_varlen_rows_past_the_last_sequence(device, dtype, path):
+    """A packed buffer longer than its tokens (static shapes): the rows past
+    cu_seqlens[-1] come out as rows that see no key (out 0) and get zero
+    gradients, so a projection in front of the attention keeps a finite weight
+    gradient (torch.empty's garbage there used to reach it as NaN); the other
+    rows are those of the call without the extra rows, bit for bit."""
+    g = torch.Generator().manual_seed(77)
+    lens, used, total, h, d = [9, 20], 29, 40, 2, 64
+    x = torch.randn(total, h * d, generator=g).to(device=device, dtype=dtype)
+    w = torch.randn(h * d, 3 * h * d, generator=g).to(device=device, dtype=dtype).div_(16).requires_grad_()
+    cu = _cu(lens, device)
+
+    def run(rows):
+        q, k, v = (x[:rows] @ w).view(rows, 3, h, d).unbind(1)
+        out = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens), causal=True)
+        (gw,) = torch.autograd.grad(out[:used].float().square().sum(), (w,))
+        return out, gw
+
+    out, gw = run(total)
+    assert torch.all(out[used:] == 0)
+    assert torch.isfinite(gw).all()
+    out_exact, gw_exact = run(used)
+    assert torch.equal(out[:used], out_exact)
+    torch.testing.assert_close(gw, gw_exact)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("page_size", [0, 16, 48])
 def test_kvcache_append_and_attend(device, page_size):
     dtype = torch.float16

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/checks.hpp"
+#include "common/varlen_tail.hpp"
 #include "flashattn/flashattn.h"
 #include "cpu/cpu_backend.hpp"
 #ifdef FLASHATTN_WITH_CUDA
@@ -54,6 +55,21 @@ Status route(const Args& args, Status (*make)(const Args&, Params*) noexcept, Cp
 #define FA_CUDA_CALL(call) [](const auto&) { return no_cuda(); }
 #endif
 
+// Varlen calls write the packed rows past the last sequence too
+// (common/varlen_tail.hpp), once the backend call has succeeded.
+template <class P>
+Status cpu_tail(const P& p, Status s) {
+  if (s.ok() && p.varlen()) detail::varlen_tail::fill_host(detail::varlen_tail::plan(p));
+  return s;
+}
+#ifdef FLASHATTN_WITH_CUDA
+template <class P>
+Status cuda_tail(const P& p, Status s) {
+  if (s.ok() && p.varlen()) s = detail::cuda::clear_varlen_tail(detail::varlen_tail::plan(p), p.device_index, p.stream);
+  return s;
+}
+#endif
+
 Status check_out(size_t* bytes) {
   return bytes ? Status::Ok() : Status::Error(ErrorCode::InvalidArgument, "bytes: null pointer");
 }
@@ -62,14 +78,16 @@ Status check_out(size_t* bytes) {
 
 Status forward(const ForwardArgs& args) noexcept {
   return route<FwdParams>(
-      args, detail::make_forward_params, [](const FwdParams& p) { return detail::cpu::forward(p); },
-      FA_CUDA_CALL(detail::cuda::forward(p)));
+      args, detail::make_forward_params,
+      [](const FwdParams& p) { return cpu_tail(p, detail::cpu::forward(p)); },
+      FA_CUDA_CALL(cuda_tail(p, detail::cuda::forward(p))));
 }
 
 Status backward(const BackwardArgs& args) noexcept {
   return route<BwdParams>(
-      args, detail::make_backward_params, [](const BwdParams& p) { return detail::cpu::backward(p); },
-      FA_CUDA_CALL(detail::cuda::backward(p)));
+      args, detail::make_backward_params,
+      [](const BwdParams& p) { return cpu_tail(p, detail::cpu::backward(p)); },
+      FA_CUDA_CALL(cuda_tail(p, detail::cuda::backward(p))));
 }
 
 Status forward_kvcache(const KvCacheArgs& args) noexcept {

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "common/params.hpp"
+#include "common/varlen_tail.hpp"
 
 namespace flashattn::detail::cuda {
 
@@ -15,6 +16,10 @@ Status can_implement(const AttnParams& p) noexcept;
 
 Status forward(const FwdParams& p) noexcept;
 Status backward(const BwdParams& p) noexcept;
+
+// Varlen outputs' rows past cu_seqlens[batch] (common/varlen_tail.hpp), on
+// p.stream after the call's kernels; reads cu_seqlens on the device.
+Status clear_varlen_tail(const varlen_tail::Plan& t, int device_index, void* stream) noexcept;
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept;
 size_t backward_workspace_bytes(const BwdParams& p) noexcept;

@@ -228,10 +228,13 @@ void run_varlen(Bytes& in, const Problem& padded, std::mt19937& rng, std::mt1993
     longest_q = std::max(longest_q, lq);
     longest_k = std::max(longest_k, lk);
   }
-  c.total_q = c.cu_q.back();
-  c.total_k = c.cu_k.back();
   c.vl.max_seqlen_q = longest_q + (pick() % 4 == 0 ? int64_t(pick() % 3) : 0);
   c.vl.max_seqlen_k = longest_k + (pick() % 4 == 0 ? int64_t(pick() % 3) : 0);
+  // A quarter of the calls pack into tensors longer than their sequences
+  // (rows past cu_seqlens[batch]: common/varlen_tail.hpp).
+  const bool tail = pick() % 4 == 0;
+  c.total_q = c.cu_q.back() + (tail ? int64_t(pick() % 4) : 0);
+  c.total_k = c.cu_k.back() + (tail ? int64_t(pick() % 4) : 0);
 
   const int64_t qshape[3] = {c.total_q, pb.Hq, pb.D}, kshape[3] = {c.total_k, pb.Hkv, pb.D};
   const int64_t oshape[3] = {c.total_q, pb.Hq, pb.Dv}, vshape[3] = {c.total_k, pb.Hkv, pb.Dv};
@@ -383,6 +386,28 @@ void run_varlen(Bytes& in, const Problem& padded, std::mt19937& rng, std::mt1993
     g_case += b == 0 ? " | sequence 0" : " " + std::to_string(b);
     judge(one, d);
   }
+  // Rows past the last sequence: rows that see no key (O 0, LSE -inf, gradients 0).
+  const int64_t end_q = c.cu_q.back(), end_k = c.cu_k.back();
+  g_case += " | rows past the last sequence (" + std::to_string(c.total_q - end_q) + " q, " +
+            std::to_string(c.total_k - end_k) + " k)";
+  auto zero_from = [](const char* what, const std::vector<double>& x, int64_t r0, int64_t width) {
+    for (size_t i = size_t(r0 * width); i < x.size(); ++i)
+      if (x[i] != 0.0)
+        fail(what, "past the last sequence: element " + std::to_string(i) + " is " + g_fmt(x[i]));
+  };
+  if (bwd) {
+    zero_from("dq", all.dq, end_q, wq);
+    zero_from("dk", all.dk, end_k, wk);
+    zero_from("dv", all.dv, end_k, wv);
+    return;
+  }
+  zero_from("out", all.out, end_q, wo);
+  for (int64_t h = 0; h < pb.Hq && pb.with_lse; ++h)
+    for (int64_t i = end_q; i < c.total_q; ++i) {
+      const double l = all.lse[size_t(h * c.total_q + i)];
+      if (!(std::isinf(l) && l < 0))
+        fail("lse", "past the last sequence: head " + std::to_string(h) + " row " + std::to_string(i) + " is " + g_fmt(l));
+    }
 }
 
 }  // namespace fa_fuzz

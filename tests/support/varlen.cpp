@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -97,6 +98,7 @@ std::string VarlenCase::name() const {
   if (window_left >= 0 || window_right >= 0) s << "_win" << window_left << "_" << window_right;
   if (softcap > 0) s << "_cap";
   if (deterministic) s << "_det";
+  if (tail_q || tail_k) s << "_tail" << tail_q << "_" << tail_k;
   std::string r = s.str();
   std::replace(r.begin(), r.end(), '-', 'm');
   return r;
@@ -106,8 +108,8 @@ void PrintTo(const VarlenCase& c, std::ostream* os) { *os << c.name(); }
 VarlenInstance make_varlen(Device dev, const VarlenCase& c, bool backward) {
   VarlenInstance in;
   in.c = c;
-  const int64_t tq = std::accumulate(c.lens_q.begin(), c.lens_q.end(), int64_t{0});
-  const int64_t tk = std::accumulate(c.lens_k.begin(), c.lens_k.end(), int64_t{0});
+  const int64_t tq = std::accumulate(c.lens_q.begin(), c.lens_q.end(), c.tail_q);
+  const int64_t tk = std::accumulate(c.lens_k.begin(), c.lens_k.end(), c.tail_k);
   const int64_t B = static_cast<int64_t>(c.lens_q.size());
   in.q = make_contiguous(dev, c.dtype, {tq, c.heads_q, c.head_dim});
   in.k = make_contiguous(dev, c.dtype, {tk, c.heads_kv, c.head_dim});
@@ -192,7 +194,8 @@ void check_varlen_forward(Device dev, const VarlenCase& c) {
   Results all;
   all.out.assign(size_t(tq * hdo), 0.0);
   all.naive_out = all.out;
-  all.lse.assign(static_cast<size_t>(c.heads_q * tq), 0.0);
+  // Rows past the last sequence see no key: O = 0 (above), LSE = -inf.
+  all.lse.assign(static_cast<size_t>(c.heads_q * tq), -std::numeric_limits<double>::infinity());
   all.naive_lse = all.lse;
   int64_t oq = 0, ok = 0;
   for (size_t b = 0; b < c.lens_q.size(); ++b) {

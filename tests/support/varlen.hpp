@@ -29,6 +29,10 @@ struct VarlenCase {
   int64_t window_left = -1, window_right = -1;
   float softcap = 0.0f;
   bool deterministic = false;  // backward's fixed accumulation order
+  // Packed rows past the last sequence (cu_seqlens[batch] < the tensors'
+  // rows): their outputs must read as rows that see no key (O = 0, LSE =
+  // -inf, gradients 0: common/varlen_tail.hpp), whatever q, k, v hold there.
+  int64_t tail_q = 0, tail_k = 0;
   std::string name() const;
   int64_t dim_v() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
   int64_t rule_dim() const { return head_dim > dim_v() ? head_dim : dim_v(); }
