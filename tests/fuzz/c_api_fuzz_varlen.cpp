@@ -323,7 +323,7 @@ void run_varlen(Bytes& in, const Problem& padded, std::mt19937& rng, std::mt1993
   };
   g_case = std::string("varlen op ") + std::to_string(pb.op) + " dtype " + std::to_string(pb.dtype) +
            (pb.fp8 ? " fp8 (scales " + std::to_string(pb.scales) + ")" : std::string()) + " cu_q" +
-           list(c.cu_q) + " cu_k" + list(c.cu_k) + " max " + std::to_string(c.vl.max_seqlen_q) + "," +
+           list(c.cu_q) + " cu_k" + list(c.cu_k) + " rows " + std::to_string(c.total_q) + "," + std::to_string(c.total_k) + " max " + std::to_string(c.vl.max_seqlen_q) + "," +
            std::to_string(c.vl.max_seqlen_k) + " Hq " + std::to_string(pb.Hq) + " Hkv " +
            std::to_string(pb.Hkv) + " D " + std::to_string(pb.D) + " Dv " + std::to_string(pb.Dv) +
            " scale " + g_fmt(pb.opt.softmax_scale) + " softcap " + g_fmt(pb.opt.softcap) + " window " +
