@@ -2,15 +2,18 @@
 // of a varlen call's packed outputs past cu_seqlens[batch]. The host does not
 // know cu_seqlens[batch] (it stays on the device), so one small grid is
 // launched after every varlen call; its threads read the offset and, when
-// the packed tensors end with the last sequence (the usual case), return at
-// once. A tail is written a 16-byte chunk per thread when a row's columns
-// allow it, else an element per thread.
+// the packed tensors end with the last sequence (the usual case), write
+// nothing. A tail is written a 16-byte chunk per thread when a row's columns
+// allow it, else an element per thread. On sm_90+ the grid is launched with
+// programmatic dependent launch, so that its launch overlaps the end of the
+// call's last grid (bench/NOTES.md, "Rows past the last sequence").
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "common/varlen_tail.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/common/device_info.hpp"
 #include "cuda/cuda_check.hpp"
 
 namespace flashattn::detail::cuda {
@@ -43,8 +46,19 @@ __device__ void zero_rows(const Rows& r, int64_t first, int unit) {
   }
 }
 
-__global__ void clear_tail_kernel(Plan t, int unit0, int unit1, int unit2) {
+}  // namespace
+
+// Outside the anonymous namespace: profilers show it by this name.
+__global__ void varlen_tail_kernel(Plan t, int unit0, int unit1, int unit2) {
+  // cu_seqlens are the call's inputs, which no grid of the call writes: read
+  // them before waiting for the previous grid.
   const int64_t first_q = t.cu_q[t.batch], first_k = t.cu_k[t.batch];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Every block waits for the previous grid (it may write these rows: the
+  // padded-head-dim crop does) before writing, and before ending: this
+  // grid's end then still means the whole call's.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int units[Plan::kMaxRows] = {unit0, unit1, unit2};
   for (int i = 0; i < t.count; ++i) zero_rows(t.rows[i], t.rows[i].k_side ? first_k : first_q, units[i]);
   if (t.lse != nullptr && first_q < t.lse_total) {
@@ -53,6 +67,8 @@ __global__ void clear_tail_kernel(Plan t, int unit0, int unit1, int unit2) {
       t.lse[(e / len) * t.lse_head_stride + first_q + e % len] = -__int_as_float(0x7f800000);
   }
 }
+
+namespace {
 
 // 16 when every (row, head) run of r starts and ends on 16-byte boundaries.
 int unit_of(const Rows& r) {
@@ -78,7 +94,21 @@ Status clear_varlen_tail(const Plan& t, int device_index, void* stream) noexcept
   if (Status s = guard.enter(device_index); !s.ok()) return s;
   const int64_t want = (most + kThreads - 1) / kThreads;
   const unsigned blocks = unsigned(want < kMaxBlocks ? want : kMaxBlocks);
-  clear_tail_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(t, units[0], units[1], units[2]);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute pdl[1];
+  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaError_t e = cudaSuccess;
+  const DeviceInfo* info = device_info(device_index, &e);
+  if (info == nullptr) cudaGetLastError();  // unknown arch: a plain launch
+  if (info != nullptr && info->major >= 9) {
+    cfg.attrs = pdl;
+    cfg.numAttrs = 1;
+  }
+  FA_CUDA_TRY(cudaLaunchKernelEx(&cfg, &varlen_tail_kernel, t, units[0], units[1], units[2]));
   FA_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
