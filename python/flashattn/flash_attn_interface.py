@@ -193,11 +193,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     cu_seqlens_q / cu_seqlens_k: int32 (batch + 1,), cumulative lengths from 0;
     max_seqlen_q / max_seqlen_k: the longest sequence.  Rows past
     cu_seqlens[-1] (a buffer sized for more tokens) come out as 0, with zero
-    gradients.  Causal masking is bottom-right aligned per sequence.  alibi_slopes: optional fp32 (nheads,)
-    or (batch, nheads), batch = len(cu_seqlens_q) - 1.  dropout_p: as
-    flash_attn_func's, a fresh seed per call from torch's generator; the keep
-    mask of sequence b is that of batch entry b of a padded call (rows and keys
-    counted within the sequence).  Returns out (total_q, nheads, headdim).
+    gradients.  Causal masking is bottom-right aligned per sequence.
+    alibi_slopes: optional fp32 (nheads,) or (batch, nheads), batch =
+    len(cu_seqlens_q) - 1.  dropout_p: as flash_attn_func's, a fresh seed
+    per call from torch's generator; the keep mask of sequence b is that of
+    batch entry b of a padded call (rows and keys counted within the
+    sequence).  Returns out (total_q, nheads, headdim).
     Differentiable in q, k, v.  FP8: torch.float8_e4m3fn q, k, v with the
     descale keywords, as flash_attn_func (bfloat16 out, forward only)."""
     _unsupported("flash_attn_varlen_func", return_attn_probs)
