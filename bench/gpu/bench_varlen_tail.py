@@ -2,9 +2,11 @@
 """What clearing the rows past cu_seqlens[batch] costs a varlen call
 (src/common/varlen_tail.hpp, src/cuda/varlen_tail.cu: one small kernel after
 every CUDA varlen call). Device time per call (bench/gpu/timing.kernel_time,
-span from the call's first kernel start to its last kernel end, median of 30
-calls), bf16, 32 / 8 heads, head dim 128, on small calls where a few
-microseconds show:
+median of 30 calls): for the forward the span from the call's first kernel
+start to its last kernel end (it counts an overlap of grids once); for
+forward + backward the sum of the kernels' times (a span there would hold
+autograd's host time between the passes). bf16, 32 / 8 heads, head dim 128,
+on small calls where a few microseconds show:
 
   decode   8 sequences x 1 query token against 2k keys each (flash_attn_varlen_func)
   prefill  8 sequences x 256 tokens, causal, forward and forward + backward
@@ -54,7 +56,7 @@ def case(lens_q, lens_k, tail, causal, backward):
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
-    _, ms = kernel_time(fn, reps=30, span=True)
+    _, ms = kernel_time(fn, reps=30, span=not backward)
     return ms * 1000.0
 
 
