@@ -2,14 +2,16 @@
 // [B, capacity, Hkv, D] (with cache_leftpad sometimes) or a paged one
 // [num_pages, page_size, Hkv, D] with a block table of distinct pages, both in
 // fuzzed layouts; cache_seqlens from 0 to full; k_new / v_new appended in
-// place or not; split counts; and then zero or more mutations that break one
+// place or not; split counts; cache_batch_idx over a contiguous cache of
+// spare entries (distinct when appending, shared entries allowed when not);
+// and then zero or more mutations that break one
 // of forward_kvcache's rules. The oracle is the padded calls' (c_api_fuzz.cpp):
 // a mutated call is refused with a message and no byte changed (the caches
 // included); a valid one writes out (and lse) exactly, writes k_new / v_new
 // into rows cache_seqlens[b] .. + S_new - 1 of each sequence and no other
 // cache byte, leaves every input as it was, and each sequence's rows match the
 // fp64 reference over its keys [cache_leftpad[b], cache_seqlens[b] + S_new).
-// (Rotary embeddings and cache_batch_idx are left to tests/kvcache_test.cpp.)
+// (Rotary embeddings are left to tests/kvcache_test.cpp.)
 #include "fuzz/fuzz_harness.hpp"
 
 namespace fa_fuzz {
@@ -40,7 +42,7 @@ enum KvMutation {
   mLensDtype, mLensShape, mLensNegative, mLensOverflow, mLensNull, mPageOutside, mPageSize,
   mTableBatch, mNewAlone, mNewHeads, mNewBatch, mHeadDim, mCacheDtype, mVCacheShape,
   mLeftpadPastEnd, mLeftpadPaged, mOutShape, mLseShape, mSplits, mScale, mOverlapOut,
-  mNullArgs, mCacheBatch, mMutations
+  mNullArgs, mCacheBatch, mIdxOutside, mIdxShared, mIdxPaged, mIdxShape, mMutations
 };
 
 struct KvCall {
@@ -48,15 +50,16 @@ struct KvCall {
   std::vector<int32_t> lens;  // cache_seqlens
   std::vector<int32_t> left;  // cache_leftpad (empty: none)
   std::vector<int32_t> table; // block table, B x max_pages (empty: contiguous)
-  int64_t capacity = 0, s_new = 0, page = 0, max_pages = 0, num_pages = 0;
+  std::vector<int32_t> idx;   // cache_batch_idx (empty: none; then entry b is sequence b's)
+  int64_t capacity = 0, s_new = 0, page = 0, max_pages = 0, num_pages = 0, entries = 0;
   int32_t splits = 0;
-  T q, kc, vc, kn, vn, out, lse, tlens, tleft, ttable;
+  T q, kc, vc, kn, vn, out, lse, tlens, tleft, ttable, tidx;
   fa_options opt{};
-  std::vector<T*> all() { return {&q, &kc, &vc, &kn, &vn, &out, &lse, &tlens, &tleft, &ttable}; }
+  std::vector<T*> all() { return {&q, &kc, &vc, &kn, &vn, &out, &lse, &tlens, &tleft, &ttable, &tidx}; }
   // The cache row (element offset of [.., row, h, 0] in kc / vc) of sequence b's token t.
   int64_t row_offset(const T& c, int64_t b, int64_t t) const {
     if (page > 0) return table[size_t(b * max_pages + t / page)] * c.t.stride[0] + (t % page) * c.t.stride[1];
-    return b * c.t.stride[0] + t * c.t.stride[1];
+    return (idx.empty() ? b : idx[size_t(b)]) * c.t.stride[0] + t * c.t.stride[1];
   }
 };
 
@@ -162,8 +165,27 @@ bool mutate(Bytes& in, KvCall& c, int m, bool* null_args) {
       *null_args = true;
       return true;
     case mCacheBatch:  // a contiguous cache of another batch, no index
-      if (c.page > 0) return false;
+      if (c.page > 0 || !c.idx.empty()) return false;
       c.kc.t.shape[0] = c.vc.t.shape[0] = B + 1;
+      return true;
+    case mIdxOutside:  // an entry the cache does not have
+      if (c.idx.empty() || B < 1) return false;
+      ints(c.tidx)[in.below(B)] = in.chance(128) ? int32_t(c.entries + in.below(3)) : -1 - int32_t(in.below(3));
+      return true;
+    case mIdxShared:  // two sequences appending to one entry
+      if (c.idx.empty() || c.s_new == 0 || B < 2) return false;
+      ints(c.tidx)[1] = c.idx[0];
+      return true;
+    case mIdxPaged:  // an index beside a block table
+      if (c.page == 0 || B < 1) return false;
+      {
+        const int64_t shape[1] = {B};
+        c.tidx = index_tensor(std::vector<int32_t>(size_t(B), 0), 1, shape);
+      }
+      return true;
+    case mIdxShape:
+      if (c.idx.empty()) return false;
+      c.tidx.t.shape[0] += 1;
       return true;
   }
   return false;
@@ -198,6 +220,15 @@ void run_kvcache(Bytes& in, const Problem& drawn, std::mt19937& rng, std::mt1993
   if (c.page == 0 && pick() % 4 == 0) {
     for (int64_t b = 0; b < B; ++b) c.left.push_back(int32_t(pick() % uint32_t(c.lens[size_t(b)] + 1)));
   }
+  c.entries = B;
+  if (c.page == 0 && B > 0 && pick() % 4 == 0) {  // cache_batch_idx over spare entries
+    c.entries = B + int64_t(pick() % 3);
+    std::vector<int32_t> ids(size_t(c.entries));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+    std::shuffle(ids.begin(), ids.end(), pick);
+    for (int64_t b = 0; b < B; ++b)  // appends need their own entry; reads may share one
+      c.idx.push_back(c.s_new > 0 || pick() % 2 ? ids[size_t(b)] : ids[pick() % ids.size()]);
+  }
   if (c.page > 0) {  // distinct pages in a shuffled order, a few spare ones
     c.num_pages = B * c.max_pages + int64_t(pick() % 3);
     std::vector<int32_t> ids(size_t(c.num_pages));
@@ -209,7 +240,7 @@ void run_kvcache(Bytes& in, const Problem& drawn, std::mt19937& rng, std::mt1993
   c.opt = pb.opt;
 
   const int64_t qshape[4] = {B, pb.Sq, pb.Hq, pb.D}, nshape[4] = {B, c.s_new, pb.Hkv, pb.D};
-  const int64_t cshape[4] = {c.page > 0 ? c.num_pages : B, c.page > 0 ? c.page : c.capacity, pb.Hkv, pb.D};
+  const int64_t cshape[4] = {c.page > 0 ? c.num_pages : c.entries, c.page > 0 ? c.page : c.capacity, pb.Hkv, pb.D};
   for (T* t : {&c.q, &c.kc, &c.vc, &c.kn, &c.vn, &c.out}) t->t.dtype = pb.dtype;
   layout(in, c.q, qshape);
   layout(in, c.kc, cshape);
@@ -237,6 +268,7 @@ void run_kvcache(Bytes& in, const Problem& drawn, std::mt19937& rng, std::mt1993
     c.tlens = index_tensor(c.lens, 1, s1);
     if (!c.left.empty()) c.tleft = index_tensor(c.left, 1, s1);
     if (c.page > 0) c.ttable = index_tensor(c.table, 2, s2);
+    if (!c.idx.empty()) c.tidx = index_tensor(c.idx, 1, s1);
   }
 
   bool null_args = false;
@@ -262,7 +294,8 @@ void run_kvcache(Bytes& in, const Problem& drawn, std::mt19937& rng, std::mt1993
            std::to_string(pb.Sq) + " Hq " + std::to_string(pb.Hq) + " Hkv " + std::to_string(pb.Hkv) +
            " D " + std::to_string(pb.D) + " capacity " + std::to_string(c.capacity) + " page " +
            std::to_string(c.page) + " s_new " + std::to_string(c.s_new) + " lens" + list(c.lens) +
-           (c.left.empty() ? std::string() : " leftpad" + list(c.left)) + " splits " +
+           (c.left.empty() ? std::string() : " leftpad" + list(c.left)) +
+           (c.idx.empty() ? std::string() : " entries " + std::to_string(c.entries) + " idx" + list(c.idx)) + " splits " +
            std::to_string(c.splits) + " scale " + g_fmt(c.opt.softmax_scale) + " softcap " +
            g_fmt(c.opt.softcap) + " window " + std::to_string(c.opt.window_left) + "," +
            std::to_string(c.opt.window_right) + " causal " + std::to_string(c.opt.causal) + " amp " +
@@ -284,6 +317,7 @@ void run_kvcache(Bytes& in, const Problem& drawn, std::mt19937& rng, std::mt1993
   a.options = c.opt;
   a.num_splits = c.splits;
   a.cache_leftpad = c.tleft.t;
+  a.cache_batch_idx = c.tidx.t;
   const fa_status st = fa_forward_kvcache(null_args ? nullptr : &a);
   if (!expect_status(st, mutations, snap)) return;
 
