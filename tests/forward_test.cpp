@@ -33,6 +33,10 @@ INSTANTIATE_TEST_SUITE_P(HeadDimV, Forward,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
                                             ::testing::ValuesIn(head_dim_v_cases())),
                          device_case_name);
+INSTANTIATE_TEST_SUITE_P(OddHeadDim, Forward,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::ValuesIn(odd_head_dim_cases())),
+                         device_case_name);
 
 }  // namespace
 }  // namespace fa_test

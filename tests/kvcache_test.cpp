@@ -253,6 +253,39 @@ TEST(KvCacheCAbi, SameBitsAsCpp) {
   EXPECT_EQ(fa_forward_kvcache(nullptr), FA_ERR_INVALID_ARGUMENT);
 }
 
+// A head dim that is not a multiple of 8 is refused by the KV cache (which
+// the kernels read and append into in place; attention() pads such head dims
+// into copies, which here would copy the whole cache per call), naming
+// head_dim, with the cache and the outputs untouched.
+TEST(KvCacheHeadDim, NotAMultipleOf8IsRefused) {
+  const Device dev = test_devices()[0];
+  if (!device_usable(dev)) GTEST_SKIP() << "no usable device";
+  const int64_t B = 1, Hq = 4, Hkv = 2, D = 100, cap = 32;
+  Tensor q = make_bshd(dev, DType::BF16, Layout::BSHD, B, 1, Hq, D);
+  Tensor kc = make_bshd(dev, DType::BF16, Layout::BSHD, B, cap, Hkv, D);
+  Tensor vc = make_bshd(dev, DType::BF16, Layout::BSHD, B, cap, Hkv, D);
+  Tensor kn = make_bshd(dev, DType::BF16, Layout::BSHD, B, 1, Hkv, D);
+  Tensor vn = make_bshd(dev, DType::BF16, Layout::BSHD, B, 1, Hkv, D);
+  for (Tensor* t : {&q, &kc, &vc, &kn, &vn}) fill_randn(*t);
+  Tensor lens = make_i32(dev, {20}, {B});
+  Tensor out = make_bshd(dev, DType::BF16, Layout::BSHD, B, 1, Hq, D);
+  Tensor lse = make_lse(dev, B, Hq, 1);
+  flashattn::KvCacheArgs a;
+  a.q = q.view();
+  a.k_cache = kc.view();
+  a.v_cache = vc.view();
+  a.k_new = kn.view();
+  a.v_new = vn.view();
+  a.cache_seqlens = lens.view();
+  a.out = out.view();
+  a.lse = lse.view();
+  CallGuard guard({&q, &kn, &vn, &lens}, {&kc, &vc, &out, &lse});
+  const flashattn::Status st = flashattn::forward_kvcache(a);
+  EXPECT_EQ(st.code, flashattn::ErrorCode::InvalidArgument) << st.message;
+  EXPECT_NE(st.message.find("head_dim"), std::string::npos) << st.message;
+  EXPECT_TRUE(guard.untouched());
+}
+
 // flash-attn's optional inputs through the C ABI: the same bits as the C++
 // API (the append writes the same rows again, so the second call sees the
 // cache the first one left).

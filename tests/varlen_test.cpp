@@ -98,6 +98,16 @@ std::vector<VarlenCase> varlen_cases() {
   v.back().tail_q = 11;
   add(DType::F16, {0, 3}, {7, 0}, 8, 1, 256, false);
   v.back().tail_k = 17;
+  // Head dims that are not a multiple of 8 (zero-padded copies of the packed
+  // tensors), rows past the last sequence, the deterministic backward.
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    add(dt, {23, 0, 70}, {41, 9, 70}, 4, 2, 100, true);
+    v.back().tail_q = 3;
+    v.back().tail_k = 5;
+    add(dt, {5, 31}, {60, 17}, 2, 1, 36, false);
+    v.back().head_dim_v = 20;
+    v.back().deterministic = true;
+  }
   VarlenCase w;
   w.dtype = DType::F16;
   w.lens_q = {40, 129};

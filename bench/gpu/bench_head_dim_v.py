@@ -1,17 +1,20 @@
-"""v with a head dim of its own (DeepSeek-V3's prefill: q / k 192, v 128) on the GPU.
+"""Head dims the kernels do not take as they are, on the GPU: v with a head dim
+of its own (DeepSeek-V3's prefill: q / k 192, v 128; --dims 192:128, the
+default) and head dims that are not multiples of 8 (--dims 100:100).
 
 In one process, on the same tensors, bf16, 16k tokens per batch, 16 heads:
-  flashattn_192_128  flashattn with v of head dim 128 (zero-padded copies of
-                     v / out / dout / dv to 192 around the 192 kernels:
-                     src/common/head_dim_pad.hpp)
-  flashattn_192_192  flashattn with v of head dim 192: the kernels alone, the
-                     cost without the copies
+  flashattn_D_Dv     flashattn on the D / Dv tensors (where the kernels need
+                     it, zero-padded copies to P = max(D, Dv) rounded up to 8
+                     around the P kernels: src/common/head_dim_pad.hpp; the
+                     Hopper path takes 192 / 128 as it is)
+  flashattn_P_P      flashattn on tensors of head dim P on both sides: the
+                     kernels alone, the cost without the copies
   sdpa_cudnn / sdpa_efficient / sdpa_flash  torch SDPA's backends on the
-                     192 / 128 tensors (a backend that refuses the shape is
+                     D / Dv tensors (a backend that refuses the shape is
                      recorded as nan with its reason)
 TFLOP/s count the useful work: 2 * pairs * (D + Dv) for the forward and
 2.5x that for the backward pass (bench_peers.py's count), whatever the
-kernels do; the 192 / 192 rows count their own Dv. CSV columns:
+kernels do; the P / P rows count their own. CSV columns:
 
   impl,pass,d,dv,seqlen,causal,batch,heads,ms,tflops
 
@@ -77,11 +80,12 @@ def main():
             b = 16384 // n
             mk = lambda dd: torch.randn(b, n, h, dd, device="cuda", dtype=torch.bfloat16, requires_grad=True)
             q, k, v = mk(d), mk(d), mk(dv)
-            v_wide = mk(d)  # the same call with v as wide as q: the kernels' own time
+            P = (max(d, dv) + 7) // 8 * 8
+            # The same call at the kernels' width on both sides: their own time.
+            wide = (q, k, mk(P)) if P == d else (mk(P), mk(P), mk(P))
             for causal in (0, 1):
                 impls = {f"flashattn_{d}_{dv}": (lambda c: flashattn.flash_attn_func(q, k, v, causal=bool(c)), (q, k, v)),
-                         f"flashattn_{d}_{d}": (lambda c: flashattn.flash_attn_func(q, k, v_wide, causal=bool(c)),
-                                                (q, k, v_wide))}
+                         f"flashattn_{P}_{P}": (lambda c: flashattn.flash_attn_func(*wide, causal=bool(c)), wide)}
                 for name, be in backends.items():
                     def fn(c, be=be):
                         with sdpa_kernel([be]):
@@ -90,7 +94,7 @@ def main():
                         return o.transpose(1, 2)
                     impls[name] = (fn, (q, k, v))
                 for name, (fn, leaves) in impls.items():
-                    dvv = leaves[2].shape[3]
+                    dq_, dvv = leaves[0].shape[3], leaves[2].shape[3]
                     for mode in a.passes.split(","):
                         try:
                             if mode == "fwd":
@@ -100,13 +104,13 @@ def main():
                                 g = torch.randn_like(o)
                                 f = lambda: torch.autograd.grad(o, leaves, g, retain_graph=True)
                             ms = median_ms(f, repeat=20)
-                            tf = flops(b, h, n, d, dvv, causal, mode) / ms / 1e9
-                            print(f"{name},{mode},{d},{dvv},{n},{causal},{b},{h},{ms:.4f},{tf:.1f}", file=out, flush=True)
+                            tf = flops(b, h, n, dq_, dvv, causal, mode) / ms / 1e9
+                            print(f"{name},{mode},{dq_},{dvv},{n},{causal},{b},{h},{ms:.4f},{tf:.1f}", file=out, flush=True)
                         except Exception as e:  # a peer without this shape: record, go on
                             msg = str(e).replace("\n", " ")[:100]
-                            print(f"{name},{mode},{d},{dvv},{n},{causal},{b},{h},nan,nan  # {type(e).__name__}: {msg}",
+                            print(f"{name},{mode},{dq_},{dvv},{n},{causal},{b},{h},nan,nan  # {type(e).__name__}: {msg}",
                                   file=out, flush=True)
-            del q, k, v, v_wide
+            del q, k, v, wide
             torch.cuda.empty_cache()
 
 

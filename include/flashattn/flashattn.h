@@ -8,8 +8,9 @@
  * Layout: Q/K/V/O are 4-D [batch, seqlen, heads, head_dim] (BSHD) with
  * arbitrary strides counted in elements; the last dimension must be
  * contiguous (stride 1). BHSD callers pass BHSD strides. LSE is fp32
- * [batch, heads_q, seqlen_q], contiguous, natural log. V (and O, dO, dV)
- * may have a head dim of its own (flashattn.hpp says where).
+ * [batch, heads_q, seqlen_q], contiguous, natural log. Head dims are 1 to
+ * 256 (the KV cache: multiples of 8); V (and O, dO, dV) may have a head dim
+ * of its own (flashattn.hpp says where and how).
  *
  * Variable-length batches: fa_forward_varlen / fa_backward_varlen take the
  * same args with 3-D [total_tokens, heads, head_dim] tensors plus an

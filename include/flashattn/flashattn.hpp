@@ -6,13 +6,17 @@
 //
 // Tensors are [batch, seqlen, heads, head_dim] (BSHD) views with arbitrary
 // strides in elements (last dim contiguous). GQA: heads_q % heads_kv == 0 and
-// query head h reads kv head h / (heads_q / heads_kv). v may have a head dim
-// Dv of its own (e.g. DeepSeek's 192 / 128; a multiple of 8 up to 256, not
-// with fp8, the KV cache or the ring): out / dout / dv are then [.., Dv] and
-// the default scale stays 1/sqrt(q's head_dim). Except for the Hopper
-// (sm90a) forward and backward, the backends run one head dim: such a call
-// then pads the narrower side with zeros into workspace copies (O(N * d)
-// memory, counted by *_workspace_bytes). Causal masking is
+// query head h reads kv head h / (heads_q / heads_kv). Head dims are 1 to
+// 256; the kernels take multiples of 8 (fp8: 16), and a call with any other
+// head dim runs on zero-padded workspace copies of its tensors at the next
+// multiple (O(N * d) memory, counted by *_workspace_bytes), except
+// forward_kvcache, which reads and appends into the cache in place and takes
+// multiples of 8 only. v may have a head dim Dv of its own (e.g. DeepSeek's
+// 192 / 128; not with fp8, the KV cache or the ring): out / dout / dv are
+// then [.., Dv] and the default scale stays 1/sqrt(q's head_dim). Except for
+// the Hopper (sm90a) forward and backward, the backends run one head dim:
+// such a call then pads the narrower side with zeros into workspace copies
+// in the same way. Causal masking is
 // bottom-right aligned (query i sees key j iff j <= i + Sk - Sq). A row that
 // sees no key gives O = 0 and LSE = -inf.
 //

@@ -109,8 +109,9 @@ def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: Optional[flo
                     return_attn_probs: bool = False, *, q_descale=None, k_descale=None,
                     v_descale=None):
     """q: (batch, seqlen_q, nheads, headdim); k, v: (batch, seqlen_k, nheads_k,
-    headdim), nheads % nheads_k == 0.  Returns out (batch, seqlen_q, nheads,
-    headdim).  Causal masking is aligned to the bottom-right corner.
+    headdim), nheads % nheads_k == 0, headdim 1..256 (one that is not a
+    multiple of 8 runs on zero-padded copies).  Returns out (batch, seqlen_q,
+    nheads, headdim).  Causal masking is aligned to the bottom-right corner.
 
     FP8 (FlashAttention-3's keywords): torch.float8_e4m3fn q, k, v with
     optional q_descale / k_descale / v_descale (per-tensor: a float or a
@@ -257,7 +258,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             softcap: float = 0.0, rotary_interleaved: bool = True,
                             alibi_slopes=None, num_splits: int = 0,
                             return_softmax_lse: bool = False):
-    """q: (batch, seqlen_q, nheads, headdim).  k_cache / v_cache: (batch,
+    """q: (batch, seqlen_q, nheads, headdim), headdim a multiple of 8 up to 256
+    (the cache is read in place).  k_cache / v_cache: (batch,
     capacity, nheads_k, headdim), or (num_pages, page_size, nheads_k, headdim)
     with block_table int32 (batch, max_pages) (page_size a multiple of 16).
     k, v: optional (batch, seqlen_new, nheads_k, headdim), written into the

@@ -1,5 +1,6 @@
 """v with a head dim of its own (DeepSeek-style q / k 192, v 128; and v the wider
-side): the torch front end (autograd, both dispatch paths, torch.compile),
+side), and head dims that are not multiples of 8 (100, 36 / 20: zero-padded
+copies): the torch front end (autograd, both dispatch paths, torch.compile),
 varlen, flash_attn_func, NumPy, against the float64 torch reference."""
 
 import zlib
@@ -41,7 +42,8 @@ def _grads(fn, q, k, v, do, dtype, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("dims", [(192, 128), (64, 128)], ids=["d192-dv128", "d64-dv128"])
+@pytest.mark.parametrize("dims", [(192, 128), (64, 128), (100, 100), (36, 20)],
+                         ids=["d192-dv128", "d64-dv128", "d100", "d36-dv20"])
 def test_forward_backward_against_float64(gen, device, dtype, dims, path):
     d, dv = dims
     b, sq, sk, hq, hk = 2, 45, 77, 4, 2
@@ -76,12 +78,14 @@ def test_scale_follows_q_head_dim(gen):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_torch_compile_shapes(device, gen):
+@pytest.mark.parametrize("dims", [(192, 128), (100, 100)], ids=["d192-dv128", "d100"])
+def test_torch_compile_shapes(device, dims, gen):
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    q = torch.randn(1, 33, 4, 192, generator=gen).to(device=device, dtype=dtype).requires_grad_()
-    k = torch.randn(1, 33, 2, 192, generator=gen).to(device=device, dtype=dtype).requires_grad_()
-    v = torch.randn(1, 33, 2, 128, generator=gen).to(device=device, dtype=dtype).requires_grad_()
-    w = torch.randn(128, 8, generator=gen).to(device=device, dtype=dtype)
+    d, dv = dims
+    q = torch.randn(1, 33, 4, d, generator=gen).to(device=device, dtype=dtype).requires_grad_()
+    k = torch.randn(1, 33, 2, d, generator=gen).to(device=device, dtype=dtype).requires_grad_()
+    v = torch.randn(1, 33, 2, dv, generator=gen).to(device=device, dtype=dtype).requires_grad_()
+    w = torch.randn(dv, 8, generator=gen).to(device=device, dtype=dtype)
 
     def block(q, k, v):
         return (flashattn.flash_attn_func(q, k, v, causal=True) @ w).float().square().mean()
@@ -102,9 +106,10 @@ def test_torch_compile_shapes(device, gen):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_varlen(device, gen):
+@pytest.mark.parametrize("dims", [(192, 128), (100, 100)], ids=["d192-dv128", "d100"])
+def test_varlen(device, dims, gen):
     dtype = torch.bfloat16
-    lens_q, lens_k, hq, hk, d, dv = [17, 0, 40], [30, 5, 40], 4, 2, 192, 128
+    (lens_q, lens_k, hq, hk), (d, dv) = ([17, 0, 40], [30, 5, 40], 4, 2), dims
     cu = [torch.tensor([0] + np.cumsum(x).tolist(), dtype=torch.int32, device=device)
           for x in (lens_q, lens_k)]
     q = torch.randn(sum(lens_q), hq, d, generator=gen).to(device=device, dtype=dtype).requires_grad_()
@@ -158,8 +163,13 @@ def test_numpy_forward_backward():
 
 def test_errors_name_the_tensor():
     q = torch.randn(1, 5, 2, 64)
-    with pytest.raises(flashattn.InvalidArgumentError, match="v: head_dim must be a multiple of 8"):
-        flashattn.attention(q, q, torch.randn(1, 5, 2, 60))
+    with pytest.raises(flashattn.InvalidArgumentError, match=r"v: head_dim must be in \[1, 256\]"):
+        flashattn.attention(q, q, torch.randn(1, 5, 2, 264))
+    # The KV cache is read in place: its head dims stay multiples of 8.
+    q100 = torch.randn(1, 1, 2, 100)
+    with pytest.raises(flashattn.InvalidArgumentError, match="head_dim that is a multiple of 8"):
+        flashattn.flash_attn_with_kvcache(q100, torch.zeros(1, 16, 2, 100), torch.zeros(1, 16, 2, 100),
+                                          cache_seqlens=3)
     cache = torch.zeros(1, 16, 2, 64)
     with pytest.raises(flashattn.InvalidArgumentError, match="v_cache"):
         flashattn.flash_attn_with_kvcache(q[:, :1], cache, torch.zeros(1, 16, 2, 32),

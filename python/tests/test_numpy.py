@@ -33,6 +33,8 @@ CASES = [
     (1, 267, 113, 2, 2, 40, False, (0, 0), 0.0),        # diagonal only; early rows empty
     (2, 17, 113, 2, 2, 64, False, (-1, -1), 1.5),       # softcap
     (1, 113, 113, 2, 2, 128, True, (20, -1), 5.0),
+    (1, 113, 267, 4, 2, 100, True, (-1, -1), 0.0),      # head dims that are not multiples of 8
+    (2, 17, 33, 2, 1, 3, False, (-1, -1), 0.0),
 ]
 
 
@@ -166,8 +168,8 @@ def test_invalid_arguments_name_the_argument(rng, bad, match):
 
 
 def test_unsupported_head_dim(rng):
-    q, k, v = _base(rng, d=12)
-    with pytest.raises(flashattn.InvalidArgumentError, match=r"head_dim must be a multiple of 8"):
+    q, k, v = _base(rng, d=264)
+    with pytest.raises(flashattn.InvalidArgumentError, match=r"head_dim must be in \[1, 256\]"):
         fanp.forward(q, k, v)
 
 

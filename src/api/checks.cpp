@@ -286,13 +286,14 @@ Status fill_common(const TensorView& q, const TensorView& k, const TensorView& v
     return invalid(std::string(Sq > INT32_MAX ? "q" : "k") + ": seqlen " +
                    std::to_string(std::max(Sq, Sk)) + " exceeds the limit of 2^31 - 1");
   }
-  if (D % 8 != 0 || D < 8 || D > kMaxHeadDim) {
-    return invalid("q: head_dim must be a multiple of 8 in [8, " + std::to_string(kMaxHeadDim) +
-                   "], got " + std::to_string(D));
+  // Any head dim up to 256: one that the kernels do not take as it is (not
+  // a multiple of 8, or 16 for fp8) runs on zero-padded copies
+  // (common/head_dim_pad.hpp), except in the KV cache (make_kvcache_params).
+  if (D < 1 || D > kMaxHeadDim) {
+    return invalid("q: head_dim must be in [1, " + std::to_string(kMaxHeadDim) + "], got " + std::to_string(D));
   }
-  if (Dv % 8 != 0 || Dv < 8 || Dv > kMaxHeadDim) {
-    return invalid("v: head_dim must be a multiple of 8 in [8, " + std::to_string(kMaxHeadDim) +
-                   "], got " + std::to_string(Dv));
+  if (Dv < 1 || Dv > kMaxHeadDim) {
+    return invalid("v: head_dim must be in [1, " + std::to_string(kMaxHeadDim) + "], got " + std::to_string(Dv));
   }
   if (Dv != D && q.dtype == DType::F8E4M3) {
     return Status::Error(ErrorCode::Unsupported,
@@ -828,6 +829,12 @@ Status make_kvcache_params(const KvCacheArgs& a, FwdParams* p) noexcept {
       }
     }
     const int64_t Hkv = p->heads_kv, D = p->head_dim;
+    // The kernels read (and append into) the cache in place, so its rows must
+    // be whole 16-byte chunks: padded copies would copy the whole cache per call.
+    if (D % 8 != 0) {
+      return invalid("q: forward_kvcache needs a head_dim that is a multiple of 8 (the cache is read in "
+                     "place), got " + std::to_string(D));
+    }
     if (Status s = check_index("cache_seqlens", a.cache_seqlens, 1, a.q); !s.ok()) return s;
     if (a.cache_seqlens.shape[0] != B) {
       return invalid("cache_seqlens: expected shape [batch] = [" + std::to_string(B) + "], got " +

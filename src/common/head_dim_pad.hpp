@@ -1,19 +1,23 @@
-// Calls whose v has a head dim of its own (q, k: D; v, out, dout, dv: Dv;
-// DeepSeek-style 192 / 128) on kernels that take one head dim (all but the
-// Hopper forward, which bounds each TMA map by its operand's head dim).
+// Calls whose head dims the kernels do not take as they are:
+//  - v with a head dim of its own (q, k: D; v, out, dout, dv: Dv;
+//    DeepSeek-style 192 / 128) on kernels that take one head dim (all but the
+//    Hopper forward and backward, which bound each TMA map by its operand's);
+//  - a head dim that is not a whole number of the kernels' unit (unit()
+//    below: 8, or 16 for fp8 e4m3), e.g. 100 or 36: the kernels load whole
+//    16-byte chunks of a row (fp8: 32-byte wgmma K steps).
 //
-// The narrower side is copied into zero-padded contiguous workspace tensors
-// of width P = max(D, Dv), the backend runs at P, and the padded outputs' first
-// columns are copied back. Zeros change nothing: extra q / k columns add 0 to
-// every score, extra v columns give O (and dO) columns of 0, which add 0 to
-// dP = dO V^T and to D = rowsum(dO o O), and the padded dV / dQ / dK columns
-// are dropped. The scale was resolved from D before (src/api), so it does not
-// follow P. Cost: O(N * P) workspace and one pass of copies per tensor; the
-// kernels do the work of head dim P on both sides.
+// The tensors are copied into zero-padded contiguous workspace tensors of
+// width P = max(D, Dv) rounded up to the unit, the backend runs at P, and the
+// padded outputs' first columns are copied back. Zeros change nothing: extra
+// q / k columns add 0 to every score, extra v columns give O (and dO) columns
+// of 0, which add 0 to dP = dO V^T and to D = rowsum(dO o O), and the padded
+// dV / dQ / dK columns are dropped. The scale was resolved from D before
+// (src/api), so it does not follow P. Cost: O(N * P) workspace and one pass
+// of copies per tensor; the kernels do the work of head dim P on both sides.
 //
 // The backend supplies Ops (its memory and copy primitives; the copies run in
 // the order given, on the call's stream for CUDA):
-//   Status check(const Rows& t);  // every tensor copied, before the first copy
+//   Status check(const Rows& t, size_t elem_bytes);  // every tensor copied, before the first copy
 //   Status alloc(size_t bytes, void** base);  // lives until Ops is destroyed
 //   Status pad(const Rows& src, void* dst, int64_t width, size_t elem_bytes);
 //   Status crop(const void* src, int64_t width, const Rows& dst, size_t elem_bytes);
@@ -41,8 +45,20 @@ struct Rows {
   int64_t count() const { return n0 * n1 * heads; }
 };
 
-inline bool needed(const AttnParams& p) { return p.dim_v() != p.head_dim; }
-inline int64_t width(const AttnParams& p) { return std::max(p.head_dim, p.dim_v()); }
+// The head-dim unit of the kernels for inputs of dtype dt: 16-byte rows of
+// 16-bit and fp32 data take multiples of 8 (fp32: the CUDA f32 and CPU
+// kernels tile by 8 columns too); fp8's 8-bit wgmma operands need 16.
+inline int64_t unit(DType dt) { return dt == DType::F8E4M3 ? 16 : 8; }
+// Whether both head dims are whole units (the kernels take them as they are).
+inline bool aligned(const AttnParams& p) {
+  const int64_t u = unit(p.dtype);
+  return p.head_dim % u == 0 && p.dim_v() % u == 0;
+}
+inline bool needed(const AttnParams& p) { return p.dim_v() != p.head_dim || !aligned(p); }
+inline int64_t width(const AttnParams& p) {
+  const int64_t u = unit(p.dtype);
+  return (std::max(p.head_dim, p.dim_v()) + u - 1) / u * u;
+}
 
 namespace impl {
 
@@ -171,7 +187,7 @@ Status call(const Params& p, Ops& ops, Run run) {
   // memory as it was (the workspace goes with ops).
   for (const auto* list : {&pl.pads, &pl.crops}) {
     for (const impl::Copy& c : *list) {
-      if (Status s = ops.check(c.user); !s.ok()) return s;
+      if (Status s = ops.check(c.user, c.es); !s.ok()) return s;
     }
   }
   const int64_t P = width(p);

@@ -291,10 +291,11 @@ void rotate_q(const FwdParams& p, void* dst) {
 }
 
 // Host memory and row copies for common/head_dim_pad.hpp (v with a head
-// dim of its own): one allocation, rows copied in parallel.
+// dim of its own, head dims not a multiple of 8): one allocation, rows
+// copied in parallel.
 class PadOps {
  public:
-  Status check(const head_dim_pad::Rows&) { return Status::Ok(); }  // rows of any stride
+  Status check(const head_dim_pad::Rows&, size_t) { return Status::Ok(); }  // rows of any stride
   Status alloc(size_t bytes, void** base) {
     scratch_ = std::make_unique<Scratch>(bytes);
     if (bytes && !scratch_->data) return no_memory(bytes);
@@ -336,12 +337,13 @@ class PadOps {
 const char* isa_name() noexcept { return select().name; }
 
 size_t forward_workspace_bytes(const FwdParams& p) noexcept {
+  // fp8 first, as forward() goes: the fp32 copies are padded, if at all.
+  if (p.dtype == DType::F8E4M3) return fp8_copy_bytes(p) + forward_workspace_bytes(fp8_as_fp32_shape(p));
   if (head_dim_pad::needed(p)) {
     size_t pad = 0;
     const FwdParams w = head_dim_pad::padded_shape(p, &pad);
     return pad + forward_workspace_bytes(w);
   }
-  if (p.dtype == DType::F8E4M3) return fp8_copy_bytes(p) + forward_workspace_bytes(fp8_as_fp32_shape(p));
   const KernelTable& k = select();
   const int64_t tasks = k.forward_tasks(p);
   if (tasks == 0) return 0;

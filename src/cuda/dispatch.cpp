@@ -129,7 +129,7 @@ struct Kernels {
 // that is actually stepped (dimension of size > 1) to be 16-byte multiples.
 Status check_alignment(const char* name, const void* ptr, const Strides& s, int64_t batch, int64_t seqlen,
                        int64_t heads, DType dtype) {
-  const int64_t kElems = dtype == DType::F32 ? 4 : 8;  // elements in 16 bytes
+  const int64_t kElems = 16 / int64_t(head_dim_pad::impl::elem_bytes(dtype));  // elements in 16 bytes
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
     return invalid(std::string(name) + " must be 16-byte aligned (its data pointer is not)");
   struct {
@@ -282,14 +282,21 @@ Status with_workspace(const P& p, size_t bytes, Run run) {
 }
 
 // Device memory and row copies for common/head_dim_pad.hpp (v with a head
-// dim of its own), on the call's stream.
+// dim of its own, head dims not a multiple of 8), on the call's stream.
 class PadOps {
  public:
-  PadOps(int device, cudaStream_t stream, DType dtype) : device_(device), stream_(stream), dtype_(dtype) {}
-  // The copy kernel moves 16-byte chunks, the unit every CUDA kernel here
-  // loads and stores: the same alignment rule as theirs.
-  Status check(const head_dim_pad::Rows& t) {
-    return check_alignment(t.name, t.ptr, t.str, t.n0, t.n1, t.heads, dtype_);
+  PadOps(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  // A tensor whose rows can be whole 16-byte chunks (the unit every CUDA
+  // kernel here loads and stores) is held to the kernels' alignment rule, as
+  // on the calls that need no copy; rows of a head dim that is not a multiple
+  // of 8 cannot be, and the copy kernel moves them in smaller chunks (down to
+  // the element).
+  Status check(const head_dim_pad::Rows& t, size_t es) {
+    const DType dt = es == 4 ? DType::F32 : es == 2 ? DType::BF16 : DType::F8E4M3;
+    if ((size_t(t.cols) * es) % 16 == 0) return check_alignment(t.name, t.ptr, t.str, t.n0, t.n1, t.heads, dt);
+    if (reinterpret_cast<uintptr_t>(t.ptr) % es != 0)
+      return invalid(std::string(t.name) + " must be aligned to its element size (its data pointer is not)");
+    return Status::Ok();
   }
   Status alloc(size_t bytes, void** base) {
     Status s = ws_.alloc(bytes, device_, stream_);
@@ -309,7 +316,6 @@ class PadOps {
  private:
   int device_;
   cudaStream_t stream_;
-  DType dtype_;
   Workspace ws_;
 };
 
@@ -319,7 +325,7 @@ Status with_padded_head_dims(const Params& p, Run run) {
   DeviceGuard guard;
   Status s = guard.enter(p.device_index);
   if (!s.ok()) return s;
-  PadOps ops(p.device_index, static_cast<cudaStream_t>(p.stream), p.dtype);
+  PadOps ops(p.device_index, static_cast<cudaStream_t>(p.stream));
   s = head_dim_pad::call(p, ops, run);
   const Status r = ops.release();
   return s.ok() ? r : s;
@@ -399,18 +405,19 @@ Status run_sm90_forward(const FwdParams& p) {
 
 // v with a head dim of its own: the Hopper forward and backward take it as
 // it is (their TMA maps bound each operand by its own head dim); every other
-// path runs on zero-padded copies (head_dim_pad.hpp).
+// path runs on zero-padded copies (head_dim_pad.hpp), as does every path for
+// a head dim that is not a whole number of 16-byte chunks (e.g. 100).
 bool pads_head_dims(const FwdParams& p) {
   if (!head_dim_pad::needed(p)) return false;
 #ifdef FLASHATTN_WITH_SM90
-  if (use_sm90(p)) return false;
+  if (head_dim_pad::aligned(p) && use_sm90(p)) return false;
 #endif
   return true;
 }
 bool pads_head_dims(const BwdParams& p) {
   if (!head_dim_pad::needed(p)) return false;
 #ifdef FLASHATTN_WITH_SM90_BWD
-  if (use_sm90_bwd(p)) return false;
+  if (head_dim_pad::aligned(p) && use_sm90_bwd(p)) return false;
 #endif
   return true;
 }
@@ -434,11 +441,21 @@ Status forward_fp8(const FwdParams& p) {
 
 }  // namespace
 
-Status can_implement(const AttnParams& p) noexcept {
+Status can_implement(const AttnParams& call) noexcept {
   // fp8 has its own complete check in forward() (sm90::can_implement) before
   // anything is written.
-  if (p.dtype == DType::F8E4M3) return Status::Ok();
+  if (call.dtype == DType::F8E4M3) return Status::Ok();
   try {
+    // A head dim that is not a multiple of 8 reaches the kernels at the padded
+    // width, on the workspace copies' contiguous rows (head_dim_pad.hpp).
+    AttnParams p = call;
+    if (!head_dim_pad::aligned(call)) {
+      p.head_dim = p.head_dim_v = head_dim_pad::width(call);
+      p.q = p.k = p.v = nullptr;
+      const int64_t P = p.head_dim;
+      p.q_str = {call.varlen() ? 0 : p.seqlen_q * p.heads_q * P, p.heads_q * P, P};
+      p.k_str = p.v_str = {call.varlen() ? 0 : p.seqlen_k * p.heads_kv * P, p.heads_kv * P, P};
+    }
     Kernels k;
     Status s = check_params(p, k);
     if (!s.ok()) return s;

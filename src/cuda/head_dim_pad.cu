@@ -1,7 +1,8 @@
 // Row copies for common/head_dim_pad.hpp on the device (v with a head dim of
-// its own): strided rows into zero-padded contiguous ones and back. Memory
-// bound and O(N * head_dim). A block row (threadIdx.y) is one tensor row,
-// its threads (threadIdx.x) the row's 16-byte chunks, so the row's index
+// its own, head dims not a multiple of 8): strided rows into zero-padded
+// contiguous ones and back. Memory bound and O(N * head_dim). A block row
+// (threadIdx.y) is one tensor row, its threads (threadIdx.x) the row's chunks
+// (16 bytes where the rows allow, chunk_bytes), so the row's index
 // arithmetic runs once per chunk rather than once per element: the first
 // version, a thread per 2-byte element with three 64-bit divisions each, cost
 // ~0.9 ms per 16k-token forward on the H200 (bench/NOTES.md).
@@ -58,13 +59,37 @@ cudaError_t launch_as(const head_dim_pad::Rows& t, void* padded, int64_t width, 
   return cudaGetLastError();
 }
 
+// The widest chunk (16 bytes down to 1) that divides every row start of t
+// and both row lengths: 16 for the 16-byte rows of head dims that are
+// multiples of 8 (PadOps::check, dispatch.cpp, holds the caller's tensors to
+// it), smaller for others (head dim 100 in bf16: 8 bytes; 36: 8; 3: 2).
+size_t chunk_bytes(const head_dim_pad::Rows& t, int64_t width, size_t es) {
+  size_t c = 16;
+  auto fit = [&](uint64_t x) {
+    while (c > 1 && x % c != 0) c /= 2;
+  };
+  fit(reinterpret_cast<uintptr_t>(t.ptr));
+  fit(uint64_t(width) * es);
+  fit(uint64_t(t.cols) * es);
+  const int64_t extents[] = {t.n0, t.n1, t.heads};
+  const int64_t strides[] = {t.str.batch, t.str.seq, t.str.head};
+  for (int i = 0; i < 3; ++i)
+    if (extents[i] > 1) fit(uint64_t(strides[i] < 0 ? -strides[i] : strides[i]) * es);
+  return c;
+}
+
 template <bool kPad>
 cudaError_t launch(const head_dim_pad::Rows& t, void* padded, int64_t width, size_t es, cudaStream_t stream) {
   if (t.count() == 0) return cudaSuccess;
-  // 16-byte rows on both sides: the caller's by PadOps::check (dispatch.cpp),
-  // the workspace's by construction (256-byte aligned, width a multiple of 8).
-  if ((size_t(width) * es) % 16 != 0 || (size_t(t.cols) * es) % 16 != 0) return cudaErrorInvalidValue;
-  return launch_as<uint4, kPad>(t, padded, width, es, stream);
+  // The workspace's rows are 256-byte aligned and its width a whole number of
+  // units (head_dim_pad::width), so the caller's side sets the chunk.
+  switch (chunk_bytes(t, width, es)) {
+    case 16: return launch_as<uint4, kPad>(t, padded, width, es, stream);
+    case 8: return launch_as<uint2, kPad>(t, padded, width, es, stream);
+    case 4: return launch_as<uint32_t, kPad>(t, padded, width, es, stream);
+    case 2: return launch_as<uint16_t, kPad>(t, padded, width, es, stream);
+    default: return launch_as<uint8_t, kPad>(t, padded, width, es, stream);
+  }
 }
 
 }  // namespace

@@ -102,6 +102,8 @@ bool mutate(Bytes& in, Call& c, int m, bool* null_args, bool* null_bytes) {
       }
       for (T* t : c.all())
         if (t != &c.lse) t->t.shape[3] = in.chance(128) ? c.pb.D + 1 + in.below(7) : 264;
+      // Any head dim up to 256 runs where the tensors agree: k's then differs from q's.
+      if (c.k.t.shape[3] == c.q.t.shape[3]) c.k.t.shape[3] += 1;
       return true;
     case kHeadsKv:  // Hq not a multiple of Hkv
       if (c.pb.Hq == 0) return false;
@@ -288,8 +290,14 @@ void run_one(Bytes& in) {
   // v's own head dim (not fp8, which refuses it): from a generator of its
   // own for the same reason; the reference's cost bound then takes the wider.
   std::mt19937 pick_dv(seed ^ 0x9e3779b9u);
+  // Head dims that are not a multiple of 8 (zero-padded copies): an eighth of
+  // the calls, from a generator of its own as well; v's too when it has its own.
+  std::mt19937 pick_odd(seed ^ 0x27d4eb2fu);
+  const bool odd = pick_odd() % 8 == 0;
+  if (odd) pb.D -= 1 + int64_t(pick_odd() % 7);
   pb.Dv = pb.D;
   if (!pb.fp8 && pick_dv() % 4 == 0) pb.Dv = 8 * (1 + int64_t(pick_dv() % 32));
+  if (odd && pb.Dv != pb.D) pb.Dv -= 1 + int64_t(pick_odd() % 7);
   while (!big && pb.B * pb.Hq * pb.Sq * pb.Sk * std::max(pb.D, pb.Dv) > (int64_t(1) << 18)) {
     pb.Sq = (pb.Sq + 1) / 2;
     pb.Sk = (pb.Sk + 1) / 2;

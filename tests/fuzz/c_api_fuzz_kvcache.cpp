@@ -197,6 +197,7 @@ void run_kvcache(Bytes& in, const Problem& drawn, std::mt19937& rng, std::mt1993
   KvCall c;
   Problem& pb = c.pb;
   pb = drawn;
+  pb.D = (pb.D + 7) / 8 * 8;  // forward_kvcache takes multiples of 8 (run_one may draw others)
   pb.Dv = pb.D;  // one head dim for K and V (forward_kvcache)
   pb.fp8 = false;
   if (pb.Hkv == 0) pb.Hkv = 1, pb.Hq = std::max<int64_t>(pb.Hq, 1);

@@ -310,4 +310,38 @@ std::vector<Case> head_dim_v_cases() {
   return v;
 }
 
+std::vector<Case> odd_head_dim_cases() {
+  struct Shape {
+    int64_t d, dv, b, sq, sk, hq, hkv;
+    bool causal;
+    Layout layout;
+  };
+  const Shape shapes[] = {
+      {100, 100, 2, 113, 267, 8, 2, true, Layout::BSHD},  // GQA, Sq != Sk
+      {36, 36, 1, 17, 113, 4, 4, false, Layout::Packed},  // one [Q | K | V] buffer of 108-column rows
+      {3, 3, 1, 33, 33, 2, 1, true, Layout::BHSD},
+      {250, 250, 1, 65, 17, 2, 2, true, Layout::Padded},  // causal, Sq > Sk: rows 0-47 see no key
+      {100, 70, 1, 113, 113, 4, 2, false, Layout::BSHD},  // v's own head dim, neither a multiple of 8
+      {20, 20, 1, 267, 113, 2, 1, true, Layout::BSHD},    // the first 154 rows see no key
+  };
+  std::vector<Case> v;
+  for (DType dt : kDtypes) {
+    for (const Shape& sh : shapes) {
+      Case c;
+      c.dtype = dt;
+      c.head_dim = sh.d;
+      c.head_dim_v = sh.dv;
+      c.batch = sh.b;
+      c.seqlen_q = sh.sq;
+      c.seqlen_k = sh.sk;
+      c.heads_q = sh.hq;
+      c.heads_kv = sh.hkv;
+      c.causal = sh.causal;
+      c.layout = sh.layout;
+      v.push_back(c);
+    }
+  }
+  return v;
+}
+
 }  // namespace fa_test

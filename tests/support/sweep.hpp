@@ -27,5 +27,9 @@ std::vector<Case> many_tile_cases();
 // every dtype, layouts including packed [Q | K | V] rows, GQA, causal,
 // window + softcap, deterministic.
 std::vector<Case> head_dim_v_cases();
+// Head dims that are not multiples of 8 (3, 36, 100, 250; v's own 70), which
+// reach the kernels on zero-padded copies: every dtype, every layout (packed
+// rows of odd strides among them), GQA, Sq != Sk, causal rows that see no key.
+std::vector<Case> odd_head_dim_cases();
 
 }  // namespace fa_test
