@@ -30,6 +30,7 @@ struct Rows {
   int64_t row_stride = 0, head_stride = 0;
   int64_t total = 0, heads = 0, cols = 0;
   int32_t elem_bytes = 0;
+  int32_t unit = 0;     // bytes per store of the CUDA kernel (varlen_tail.cu sets it); unused on the host
   bool k_side = false;  // rows counted by cu_seqlens_k (dk, dv), not cu_seqlens_q
 };
 

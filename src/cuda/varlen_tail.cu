@@ -25,10 +25,11 @@ using varlen_tail::Rows;
 constexpr int kThreads = 256;
 constexpr int kMaxBlocks = 64;  // tails are short; the empty case pays only the launch
 
-// Writes zeros over rows [first, r.total) of r in units of `unit` bytes
+// Writes zeros over rows [first, r.total) of r in units of r.unit bytes
 // (16 when every row's columns are whole 16-byte chunks, else the element).
-__device__ void zero_rows(const Rows& r, int64_t first, int unit) {
+__device__ void zero_rows(const Rows& r, int64_t first) {
   if (first >= r.total) return;
+  const int unit = r.unit;
   const int64_t per_row = r.cols * r.elem_bytes / unit;  // units in one (row, head)
   const int64_t n = (r.total - first) * r.heads * per_row;
   char* base = static_cast<char*>(r.data);
@@ -49,7 +50,7 @@ __device__ void zero_rows(const Rows& r, int64_t first, int unit) {
 }  // namespace
 
 // Outside the anonymous namespace: profilers show it by this name.
-__global__ void varlen_tail_kernel(Plan t, int unit0, int unit1, int unit2) {
+__global__ void varlen_tail_kernel(Plan t) {
   // cu_seqlens are the call's inputs, which no grid of the call writes: read
   // them before waiting for the previous grid.
   const int64_t first_q = t.cu_q[t.batch], first_k = t.cu_k[t.batch];
@@ -59,8 +60,7 @@ __global__ void varlen_tail_kernel(Plan t, int unit0, int unit1, int unit2) {
   // grid's end then still means the whole call's.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
-  const int units[Plan::kMaxRows] = {unit0, unit1, unit2};
-  for (int i = 0; i < t.count; ++i) zero_rows(t.rows[i], t.rows[i].k_side ? first_k : first_q, units[i]);
+  for (int i = 0; i < t.count; ++i) zero_rows(t.rows[i], t.rows[i].k_side ? first_k : first_q);
   if (t.lse != nullptr && first_q < t.lse_total) {
     const int64_t len = t.lse_total - first_q, n = len * t.lse_heads;
     for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
@@ -80,12 +80,13 @@ int unit_of(const Rows& r) {
 
 }  // namespace
 
-Status clear_varlen_tail(const Plan& t, int device_index, void* stream) noexcept {
+Status clear_varlen_tail(const Plan& plan, int device_index, void* stream) noexcept {
+  Plan t = plan;
   int64_t most = 0;  // the most units any tail can hold (every row past cu_seqlens[batch] = 0)
-  int units[Plan::kMaxRows] = {4, 4, 4};
   for (int i = 0; i < t.count; ++i) {
-    units[i] = unit_of(t.rows[i]);
-    const int64_t n = t.rows[i].total * t.rows[i].heads * t.rows[i].cols * t.rows[i].elem_bytes / units[i];
+    Rows& r = t.rows[i];
+    r.unit = unit_of(r);
+    const int64_t n = r.total * r.heads * r.cols * r.elem_bytes / r.unit;
     most = n > most ? n : most;
   }
   if (t.lse != nullptr && t.lse_total * t.lse_heads > most) most = t.lse_total * t.lse_heads;
@@ -108,7 +109,7 @@ Status clear_varlen_tail(const Plan& t, int device_index, void* stream) noexcept
     cfg.attrs = pdl;
     cfg.numAttrs = 1;
   }
-  FA_CUDA_TRY(cudaLaunchKernelEx(&cfg, &varlen_tail_kernel, t, units[0], units[1], units[2]));
+  FA_CUDA_TRY(cudaLaunchKernelEx(&cfg, &varlen_tail_kernel, t));
   FA_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Forty-ninth session's device call: head dims that are not multiples of 8 (zero-padded copies,
-# src/common/head_dim_pad.hpp; the copy kernel's chunks below 16 bytes, src/cuda/head_dim_pad.cu).
+# src/common/head_dim_pad.hpp; the copy kernel's chunks below 16 bytes, src/cuda/head_dim_pad.cu),
+# and the varlen tail kernel taking its store widths in varlen_tail::Rows (no stack frame).
 # Library and GPU tests: build-full (sm_90a, every head dim) at this session's change, carried as
 # build-lead/s49/{lib,gpu-tests}.xz. On any card: (1) the head-dim, fp8, varlen, KV-cache and
 # argument GPU tests under the default dispatch and with the sm80 path forced; (2) compute-sanitizer
-# memcheck on the OddHeadDim cases; (3) test_head_dim_v.py on CUDA; (4) bench_head_dim_v.py at
+# memcheck on the OddHeadDim and varlen tail cases; (3) test_head_dim_v.py on CUDA; (4) bench_head_dim_v.py at
 # 100:100, 36:36 and 192:128 (what the copies cost against the kernels at the padded width, and
 # SDPA's backends on the same tensors). On an H200 only, first: three bench_fp8.py processes
 # (issue 9's fp8 / bf16 ratio; the fp8 kernels are those of the forty-sixth session).
@@ -30,7 +31,7 @@ echo "tests default rc=$? t=$((SECONDS-t0))"; tail -2 $L/tests-default.log; grep
 FLASHATTN_DISABLE_SM90=1 timeout 200 /tmp/gt --gtest_filter="$F" --gtest_brief=1 > $L/tests-sm80.log 2>&1
 echo "tests sm80 rc=$? t=$((SECONDS-t0))"; tail -2 $L/tests-sm80.log; grep -E '^\[  FAILED' $L/tests-sm80.log | head
 echo "odd head-dim cases: $(/tmp/gt --gtest_filter='*OddHeadDim*' --gtest_list_tests | grep -c cuda)"
-timeout 150 compute-sanitizer --tool memcheck /tmp/gt --gtest_filter='*OddHeadDim*:*HeadDimLimits*' --gtest_brief=1 > $L/memcheck-odd.log 2>&1
+timeout 150 compute-sanitizer --tool memcheck /tmp/gt --gtest_filter='*OddHeadDim*:*HeadDimLimits*:*tail*' --gtest_brief=1 > $L/memcheck-odd.log 2>&1
 echo "memcheck rc=$? t=$((SECONDS-t0))"; tail -3 $L/memcheck-odd.log
 (cd python/tests && timeout 200 python3 -m pytest -q test_head_dim_v.py > $L/pytest-head-dim.log 2>&1)
 echo "pytest rc=$? t=$((SECONDS-t0))"; tail -2 $L/pytest-head-dim.log
