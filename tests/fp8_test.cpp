@@ -470,18 +470,44 @@ TEST_P(Fp8Invalid, OneHeadDimForQKAndV) {
   expect_refused(f, f.args(), ErrorCode::Unsupported, "v: float8_e4m3 inputs need v's head_dim equal to q's");
 }
 
-// The Hopper kernel takes head dims in whole 16-byte e4m3 rows (the CPU any).
-TEST_P(Fp8Invalid, HopperHeadDimsAreMultiplesOf16) {
+// The Hopper kernel takes head dims in whole 16-byte e4m3 rows; others (72
+// here) run on zero-padded copies (common/head_dim_pad.hpp), which give the
+// bits of the same call on tensors the caller padded with zeros to 80 (same
+// kernel, same data; the scale stays 1/sqrt(72)), and write only the
+// caller's 72 columns.
+TEST_P(Fp8Invalid, HopperHeadDimsOffSixteenRunOnPaddedCopies) {
   const Device dev = GetParam();
   if (!device_usable(dev)) GTEST_SKIP();
   if (!gpu_must_support(Fp8Case{1, 33, 33, 2, 2, 128})) GTEST_SKIP() << "no Hopper fp8 kernel here";
+  const int64_t S = 33, H = 2, D = 72, P = 80;
   Fp8Args f = small_fp8(dev);
-  f.in = make_qkv(dev, DType::F8E4M3, Layout::BSHD, 1, 33, 33, 2, 2, 72);
+  f.in = make_qkv(dev, DType::F8E4M3, Layout::BSHD, 1, S, S, H, H, D);
   fill_randn(f.in.q);
   fill_randn(f.in.k);
   fill_randn(f.in.v);
-  f.out = make_bshd(dev, DType::BF16, Layout::BSHD, 1, 33, 2, 72);
-  expect_refused(f, f.args(), ErrorCode::Unsupported, "multiples of 16");
+  f.out = make_bshd(dev, DType::BF16, Layout::BSHD, 1, S, H, D);
+  CallGuard guard({&f.in.q, &f.in.k, &f.in.v}, {&f.out, &f.lse});
+  const flashattn::Status st = flashattn::forward(f.args());
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_TRUE(guard.wrote_exactly_outputs());
+
+  Fp8Args g = small_fp8(dev);
+  g.in = make_qkv(dev, DType::F8E4M3, Layout::BSHD, 1, S, S, H, H, P);
+  g.out = make_bshd(dev, DType::BF16, Layout::BSHD, 1, S, H, P);
+  auto widen = [&](const std::vector<double>& x) {  // [rows, D] -> [rows, P], zeros past D
+    std::vector<double> w(x.size() / D * P, 0.0);
+    for (size_t r = 0; r < x.size() / D; ++r)
+      for (int64_t c = 0; c < D; ++c) w[r * P + c] = x[r * D + c];
+    return w;
+  };
+  g.in.q.write(widen(f.in.q.read()));
+  g.in.k.write(widen(f.in.k.read()));
+  g.in.v.write(widen(f.in.v.read()));
+  flashattn::ForwardArgs a = g.args();
+  a.options.softmax_scale = float(1.0 / std::sqrt(double(D)));
+  ASSERT_TRUE(flashattn::forward(a).ok());
+  EXPECT_EQ(widen(f.out.read()), g.out.read());
+  EXPECT_EQ(f.lse.read(), g.lse.read());
 }
 
 TEST_P(Fp8Invalid, DescaleShapeDtypeAndInputDtype) {
