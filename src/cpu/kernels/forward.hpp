@@ -976,9 +976,12 @@ struct SpreadPrefetch {
 // (Q^T, O, m, l) in ws + j * L.per_thread, so the arithmetic per head is
 // unchanged; when split, it writes its piece to part(hk). to_l2: where its
 // prefetches go (decode_prefetch_to_l2, read once per call by decode()).
+// chained_in: this thread's previous piece prefetched this one's first tile;
+// chain_out: this thread takes the next piece right after (decode()).
 template <class T, bool PAGED, class Part>
 void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0, int64_t nh,
-                 int64_t split, int64_t nsplit, bool to_l2, Part part) {
+                 int64_t split, int64_t nsplit, bool to_l2, Part part, bool chained_in = false,
+                 bool chain_out = false) {
   const int64_t g = sp.group(), sq = sp.seqlen_q, nq = sq * g, ncol = round_up(nq, VW);
   if (nq == 0) return;
   const WindowMask mask(sp);
@@ -996,6 +999,9 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
     c_begin = (t0 + nt * split / nsplit) * FBC;
     c_end = std::min(kr.end, (t0 + nt * (split + 1) / nsplit) * FBC);
   }
+  // The prefetches run up to pf_end: the slice's end, or, when this thread
+  // takes the next slice right after (chain_out), into its first tile.
+  const int64_t pf_end = chain_out ? std::min(kr.end, c_end + FBC) : c_end;
   // The group's part of a K/V row is one run of memory; the next tile's runs
   // are prefetched a share per head, spread over the tile's work.
   const auto k0 = kv_rows<T, PAGED>(sp, sp.k, sp.k_str, 0, hk0);
@@ -1022,7 +1028,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   // step prefetched) is requested in one burst before its step: at 16k keys
   // (16 slices of 16 tiles) +6-8% on the Zen 4 (bench/NOTES.md, "Decode
   // prefetches into L2 on Zen 4"); a burst into L1 stalls on the fill buffers.
-  if (kAhead > 0 && to_l2)
+  if (kAhead > 0 && to_l2 && !chained_in)
     for (int64_t r = c_begin; r < std::min(c_end, c_begin + FBC); ++r) {
       prefetch_run(k0, kl, r);
       prefetch_run(v0, vl, r);
@@ -1032,7 +1038,7 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
       using Pf = SpreadPrefetch<decltype(k0)>;
       Pf pf{k0, kl, v0, vl, 0, 0, int64_t(sizeof(T)) * sp.head_dim, to_l2};
       if (kAhead > 0) {
-        const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(c_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
+        const int64_t n1 = nh > 1 ? std::max<int64_t>(0, std::min(pf_end, c0 + kAhead + FBC) - (c0 + kAhead)) : 0;
         const int64_t ra = c0 + kAhead + n1 * j / nh, rb = c0 + kAhead + n1 * (j + 1) / nh;
         if (FA_DECODE_PF_SPREAD && rb > ra) {
           // The share's lines over the step's multiply-adds: the scores
@@ -1120,19 +1126,36 @@ void decode(const FwdParams& p, float* ws, int nthreads) {
   float* parts = ns > 1 ? ws + size_t(nthreads) * per_thread : nullptr;
   const size_t pstride = partial_floats(p);
   const bool to_l2 = decode_prefetch_to_l2();  // an environment read: once per call, not per task
+  // One (sequence, head group) split in pieces (single-sequence decode): each
+  // thread takes a run of consecutive pieces, and a piece's last step
+  // prefetches the next piece's first tile, so that only a thread's first
+  // piece starts on a tile no step prefetched (at 4k keys, 8 pieces of 8
+  // tiles, +5-14% from memory on the Zen 4; bench/NOTES.md, "Decode: a
+  // thread's pieces chained"). The pieces and their merge are the same for
+  // any thread count, so the bits are too. Otherwise pieces go to threads
+  // dynamically (sequences may differ in length).
+  const bool chain = ntasks == ns && ns > 1;
 #pragma omp parallel num_threads(nthreads)
   {
     float* w = ws + size_t(omp_get_thread_num()) * per_thread;
 #if FA_DECODE_AMX
     configure_tiles();  // per thread, once per call (dot_rows_amx)
 #endif
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < ntasks; ++t) {
+    auto run = [&](int64_t t, bool chained_in, bool chain_out) {
       const int64_t split = t % ns, bg = t / ns, b = bg / groups, hk0 = bg % groups * gh;
       const FwdParams sp = sequence_params(p, b, seq_lens(p, b));
       decode_task<T, PAGED>(sp, L, w, hk0, std::min(gh, p.heads_kv - hk0), split, ns, to_l2, [&](int64_t hk) {
         return parts ? parts + size_t((b * p.heads_kv + hk) * ns + split) * pstride : nullptr;
-      });
+      }, chained_in, chain_out);
+    };
+    if (chain) {
+      const int64_t nt = omp_get_num_threads(), i = omp_get_thread_num();
+      const int64_t t0 = ntasks * i / nt, t1 = ntasks * (i + 1) / nt;
+      for (int64_t t = t0; t < t1; ++t) run(t, t > t0, t + 1 < t1);
+#pragma omp barrier
+    } else {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < ntasks; ++t) run(t, false, false);
     }
     if (parts) {
 #pragma omp for schedule(dynamic, 1)
