@@ -976,8 +976,9 @@ struct SpreadPrefetch {
 // (Q^T, O, m, l) in ws + j * L.per_thread, so the arithmetic per head is
 // unchanged; when split, it writes its piece to part(hk). to_l2: where its
 // prefetches go (decode_prefetch_to_l2, read once per call by decode()).
-// chained_in: this thread's previous piece prefetched this one's first tile;
-// chain_out: this thread takes the next piece right after (decode()).
+// chained_in: this thread ran the previous piece just before (which, for a
+// group of several heads, prefetched this one's first tile); chain_out: this
+// thread takes the next piece right after (decode()).
 template <class T, bool PAGED, class Part>
 void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0, int64_t nh,
                  int64_t split, int64_t nsplit, bool to_l2, Part part, bool chained_in = false,
@@ -1028,7 +1029,9 @@ void decode_task(const FwdParams& sp, const FwdLayout& L, float* ws, int64_t hk0
   // step prefetched) is requested in one burst before its step: at 16k keys
   // (16 slices of 16 tiles) +6-8% on the Zen 4 (bench/NOTES.md, "Decode
   // prefetches into L2 on Zen 4"); a burst into L1 stalls on the fill buffers.
-  if (kAhead > 0 && to_l2 && !chained_in)
+  // (One head alone prefetches inside attend, within its own slice: the
+  // previous piece did not reach this one's first tile.)
+  if (kAhead > 0 && to_l2 && !(chained_in && nh > 1))
     for (int64_t r = c_begin; r < std::min(c_end, c_begin + FBC); ++r) {
       prefetch_run(k0, kl, r);
       prefetch_run(v0, vl, r);
