@@ -20,9 +20,9 @@ case "$name" in
     grep -h ',16384,' $L/fp8-r*.csv | head -30 ;;
   *) echo "not an H200: no fp8 benchmark" ;;
 esac
-timeout 120 /tmp/gt --gtest_filter='*Fp8*:*OddHeadDim*' --gtest_brief=1 > $L/tests-fp8.log 2>&1
+timeout 100 /tmp/gt --gtest_filter='*Fp8*:*OddHeadDim*' --gtest_brief=1 > $L/tests-fp8.log 2>&1
 echo "tests rc=$? t=$((SECONDS-t0))"; tail -2 $L/tests-fp8.log; grep -E '^\[  FAILED' $L/tests-fp8.log | head
 D=bench/results/gpu-odd-head-dims-20261206/call2
-timeout 120 python3 $D/profile_pad.py 0 > $L/profile-pool-default.log 2>&1; echo "profile rc=$? t=$((SECONDS-t0))"; cat $L/profile-pool-default.log
-timeout 120 python3 $D/profile_pad.py 4096 > $L/profile-pool-4g.log 2>&1; echo "profile rc=$? t=$((SECONDS-t0))"; cat $L/profile-pool-4g.log
+timeout 90 python3 $D/profile_pad.py 0 > $L/profile-pool-default.log 2>&1; echo "profile rc=$? t=$((SECONDS-t0))"; cat $L/profile-pool-default.log
+timeout 90 python3 $D/profile_pad.py 4096 > $L/profile-pool-4g.log 2>&1; echo "profile rc=$? t=$((SECONDS-t0))"; cat $L/profile-pool-4g.log
 cd $OUT && tar czf logs.tgz logs && rm -rf logs
