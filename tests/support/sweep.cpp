@@ -1,5 +1,6 @@
 #include "support/sweep.hpp"
 
+#include <initializer_list>
 #include <set>
 
 namespace fa_test {
@@ -252,23 +253,19 @@ std::vector<Case> many_tile_cases() {
   return dedupe(v);
 }
 
-std::vector<Case> head_dim_v_cases() {
-  struct Shape {
-    int64_t d, dv, b, sq, sk, hq, hkv;
-    bool causal;
-    Layout layout;
-  };
-  const Shape shapes[] = {
-      {192, 128, 1, 113, 113, 4, 2, true, Layout::BSHD},   // DeepSeek's prefill dims
-      {192, 128, 2, 113, 267, 8, 1, false, Layout::Packed},  // K/V rows of [K | V], Sq != Sk
-      {128, 192, 1, 267, 113, 4, 4, true, Layout::BHSD},   // v wider; rows that see no key
-      {64, 128, 2, 17, 17, 2, 1, false, Layout::Packed},   // one [Q | K | V] buffer
-      {72, 40, 1, 1, 267, 8, 2, false, Layout::Padded},    // decode-like, neither a tile size
-      {32, 256, 1, 17, 113, 2, 2, true, Layout::BSHD},
-  };
+namespace {
+
+// Head-dim shapes: one case per dtype and shape.
+struct DimShape {
+  int64_t d, dv, b, sq, sk, hq, hkv;
+  bool causal;
+  Layout layout;
+};
+
+std::vector<Case> dim_shape_cases(std::initializer_list<DimShape> shapes) {
   std::vector<Case> v;
   for (DType dt : kDtypes) {
-    for (const Shape& sh : shapes) {
+    for (const DimShape& sh : shapes) {
       Case c;
       c.dtype = dt;
       c.head_dim = sh.d;
@@ -282,6 +279,22 @@ std::vector<Case> head_dim_v_cases() {
       c.layout = sh.layout;
       v.push_back(c);
     }
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<Case> head_dim_v_cases() {
+  std::vector<Case> v = dim_shape_cases({
+      {192, 128, 1, 113, 113, 4, 2, true, Layout::BSHD},     // DeepSeek's prefill dims
+      {192, 128, 2, 113, 267, 8, 1, false, Layout::Packed},  // K/V rows of [K | V], Sq != Sk
+      {128, 192, 1, 267, 113, 4, 4, true, Layout::BHSD},     // v wider; rows that see no key
+      {64, 128, 2, 17, 17, 2, 1, false, Layout::Packed},     // one [Q | K | V] buffer
+      {72, 40, 1, 1, 267, 8, 2, false, Layout::Padded},      // decode-like, neither a tile size
+      {32, 256, 1, 17, 113, 2, 2, true, Layout::BSHD},
+  });
+  for (DType dt : kDtypes) {
     // A window with softcap; and the deterministic backward without an LSE
     // request in the forward.
     Case w;
@@ -311,37 +324,14 @@ std::vector<Case> head_dim_v_cases() {
 }
 
 std::vector<Case> odd_head_dim_cases() {
-  struct Shape {
-    int64_t d, dv, b, sq, sk, hq, hkv;
-    bool causal;
-    Layout layout;
-  };
-  const Shape shapes[] = {
+  return dim_shape_cases({
       {100, 100, 2, 113, 267, 8, 2, true, Layout::BSHD},  // GQA, Sq != Sk
       {36, 36, 1, 17, 113, 4, 4, false, Layout::Packed},  // one [Q | K | V] buffer of 108-column rows
       {3, 3, 1, 33, 33, 2, 1, true, Layout::BHSD},
       {250, 250, 1, 65, 17, 2, 2, true, Layout::Padded},  // causal, Sq > Sk: rows 0-47 see no key
       {100, 70, 1, 113, 113, 4, 2, false, Layout::BSHD},  // v's own head dim, neither a multiple of 8
       {20, 20, 1, 267, 113, 2, 1, true, Layout::BSHD},    // the first 154 rows see no key
-  };
-  std::vector<Case> v;
-  for (DType dt : kDtypes) {
-    for (const Shape& sh : shapes) {
-      Case c;
-      c.dtype = dt;
-      c.head_dim = sh.d;
-      c.head_dim_v = sh.dv;
-      c.batch = sh.b;
-      c.seqlen_q = sh.sq;
-      c.seqlen_k = sh.sk;
-      c.heads_q = sh.hq;
-      c.heads_kv = sh.hkv;
-      c.causal = sh.causal;
-      c.layout = sh.layout;
-      v.push_back(c);
-    }
-  }
-  return v;
+  });
 }
 
 }  // namespace fa_test
