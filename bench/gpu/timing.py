@@ -106,7 +106,8 @@ def kernel_time(fn, reps: int = 20, only: str | None = "flashattn::", span: bool
                 n = e.name
                 if only is not None and only not in n:
                     continue  # e.g. torch's own kernels (autograd fills, copies)
-                n = n.replace("flashattn::detail::cuda::", "").split("(")[0].replace("void ", "")
+                n = n.replace("flashattn::detail::cuda::", "").replace("(anonymous namespace)::", "")
+                n = n.split("(")[0].replace("void ", "")
                 per.setdefault(n, []).append(e.time_range.elapsed_us())
                 spans.append((e.time_range.start, e.time_range.end))
         names = " + ".join(per) if per else "?"
