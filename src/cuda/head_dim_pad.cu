@@ -81,8 +81,8 @@ size_t chunk_bytes(const head_dim_pad::Rows& t, int64_t width, size_t es) {
 template <bool kPad>
 cudaError_t launch(const head_dim_pad::Rows& t, void* padded, int64_t width, size_t es, cudaStream_t stream) {
   if (t.count() == 0) return cudaSuccess;
-  // The workspace's rows are 256-byte aligned and its width a whole number of
-  // units (head_dim_pad::width), so the caller's side sets the chunk.
+  // The workspace's base is 256-byte aligned and its rows width * es apart
+  // (chunk_bytes takes that length too), so the caller's side sets the chunk.
   switch (chunk_bytes(t, width, es)) {
     case 16: return launch_as<uint4, kPad>(t, padded, width, es, stream);
     case 8: return launch_as<uint2, kPad>(t, padded, width, es, stream);
