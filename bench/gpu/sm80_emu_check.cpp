@@ -49,7 +49,9 @@ static void emu_backward(const fd::BwdParams& p) {
   }
   emu::launch({unsigned((rows + 7) / 8), 1, 1}, 256, [&] { s8::bwd_preprocess_kernel<T>(args); });
   using Cfg = s8::BwdCfg<D>;
-  const emu::Dim3 grid{unsigned(s8::bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch)), 1, 1};
+  args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
+  args.head_major = s8::bwd_head_major();  // FLASHATTN_SM80_BWD_ORDER, as the launcher reads it
+  const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   auto* kernel = s8::bwd_kernel_for<T, D>(p);  // the launcher's choice
   emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });
   if (p.deterministic) {

@@ -182,9 +182,8 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int hk = static_cast<int>(blockIdx.x % a.heads_kv);  // key-tile-major: see bwd_blocks
-  const int b = static_cast<int>((blockIdx.x / a.heads_kv) % a.batch);
-  const int n_block = static_cast<int>(blockIdx.x / a.heads_kv / a.batch);
+  const BwdBlock blk = bwd_block(blockIdx.x, a.head_major, a.n_blocks, a.heads_kv, a.batch);
+  const int hk = blk.hk, b = blk.b, n_block = blk.n;
   constexpr bool kSeq = SEQ || VAR;
   const BwdSeq seq = bwd_seq<kSeq>(a, b);
   const WindowMask& mask = kSeq ? seq.mask : a.mask;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 
 namespace flashattn::detail::cuda::sm80 {
 
@@ -64,13 +66,42 @@ struct BwdCfg {
 };
 
 // Blocks of the backward main kernel: one per (key tile, kv head, batch),
-// on a 1-D grid in key-tile-major order (block = (n * batch + b) * heads_kv
-// + hk). Under a causal mask the first key tiles have the most query tiles
-// to visit, so this hands the longest blocks out first and the last wave
-// holds short ones (the tail of a grid ordered by head left up to one
-// longest block running alone at the end).
+// on a 1-D grid. Two orders (BwdArgs::head_major, bwd_block):
+//   key-tile-major, block = (n * batch + b) * heads_kv + hk: under a causal
+//     mask the first key tiles have the most query tiles to visit, so this
+//     hands the longest blocks out first and the last wave holds short ones;
+//   head-major, block = (b * heads_kv + hk) * n_blocks + n (FlashAttention-2's
+//     and our Hopper backward's order): the blocks in flight together are
+//     the key tiles of one or two heads, so the Q / dO tiles they all read
+//     and the fp32 dQ rows they all add to are one head's, which stay in L2
+//     (key-tile-major has every head of the batch in flight at once).
 constexpr long long bwd_blocks(long long n_blocks, long long heads_kv, long long batch) {
   return n_blocks * heads_kv * batch;
+}
+
+// The order the launcher uses: FLASHATTN_SM80_BWD_ORDER=head|tile (default
+// tile), read once per process (an A/B knob).
+inline bool bwd_head_major() {
+  static const bool head = [] {
+    const char* e = std::getenv("FLASHATTN_SM80_BWD_ORDER");
+    return e != nullptr && std::strcmp(e, "head") == 0;
+  }();
+  return head;
+}
+
+// (key tile, batch entry, kv head) of backward block `block` (bwd_blocks).
+struct BwdBlock {
+  int n, b, hk;
+};
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline BwdBlock bwd_block(unsigned block, bool head_major, int n_blocks, int heads_kv, int batch) {
+  if (head_major)
+    return {static_cast<int>(block % n_blocks), static_cast<int>(block / n_blocks / heads_kv),
+            static_cast<int>(block / n_blocks % heads_kv)};
+  return {static_cast<int>(block / heads_kv / batch), static_cast<int>(block / heads_kv % batch),
+          static_cast<int>(block % heads_kv)};
 }
 
 // Deterministic dQ kernel: one block per BM query rows looping over key

@@ -29,9 +29,13 @@ Status set_smem(K* kernel, size_t bytes) {
 }
 
 template <class T, int D, bool BIG_SMEM>
-Status launch_bwd_main(const BwdParams& p, const BwdArgs& args, cudaStream_t stream) {
+Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaStream_t stream) {
   using Cfg = BwdCfg<D, BIG_SMEM>;
-  const long long blocks = bwd_blocks((p.seqlen_k + Cfg::BN - 1) / Cfg::BN, p.heads_kv, p.batch);
+  const long long n_blocks = (p.seqlen_k + Cfg::BN - 1) / Cfg::BN;
+  const long long blocks = bwd_blocks(n_blocks, p.heads_kv, p.batch);
+  BwdArgs args = grid_free_args;
+  args.n_blocks = static_cast<int>(n_blocks);
+  args.head_major = bwd_head_major();
   if (blocks > 0x7fffffffLL)
     return Status::Error(ErrorCode::Unsupported, "CUDA backward: batch * heads_kv * ceil(seqlen_k / " +
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
