@@ -1,6 +1,10 @@
 // The sm80 forward's plan (src/cuda/sm80/fwd_plan.hpp) is host code: the
-// split-KV counts it picks for decode steps, checked without a GPU.
+// split-KV counts it picks for decode steps, checked without a GPU; and the
+// backward grid's block order (kernel_traits.hpp bwd_block, bwd_group_units).
 #include <gtest/gtest.h>
+
+#include <set>
+#include <tuple>
 
 #include "common/params.hpp"
 #include "sm80/fwd_plan.hpp"
@@ -39,6 +43,40 @@ TEST(Sm80Plan, TwoWarpDecodeSplitsStayInOneWave) {
             EXPECT_GE(f.m_blocks * f.heads_y * batch * f.nsplit, 2 * sms)
                 << "sms " << sms << " d " << d << " batch " << batch << " context " << context;
         }
+}
+
+// Every backward block is one (key tile, batch, kv head) and every one is
+// some block's, for any group size (the last group partial or not); within
+// a group the key tiles go in order, and a group's units are consecutive.
+TEST(Sm80Plan, BackwardGridGroupsCoverEveryBlockOnce) {
+  for (int batch : {1, 2, 3, 5})
+    for (int heads : {1, 2, 4, 7})
+      for (int nb : {1, 2, 9})
+        for (int G = 1; G <= batch * heads; ++G) {
+          std::set<std::tuple<int, int, int>> seen;
+          int last_n = -1, last_u = -1;
+          for (unsigned blk = 0; blk < unsigned(s8::bwd_blocks(nb, heads, batch)); ++blk) {
+            const s8::BwdBlock x = s8::bwd_block(blk, G, nb, heads, batch);
+            ASSERT_TRUE(x.n >= 0 && x.n < nb && x.b >= 0 && x.b < batch && x.hk >= 0 && x.hk < heads)
+                << "G " << G << " block " << blk;
+            ASSERT_TRUE(seen.insert({x.n, x.b, x.hk}).second) << "G " << G << " block " << blk << " twice";
+            const int u = x.b * heads + x.hk;
+            if (u / G == last_u / G && last_u >= 0) EXPECT_GE(x.n, last_n) << "G " << G << " block " << blk;
+            last_n = x.n, last_u = u;
+          }
+          EXPECT_EQ(seen.size(), size_t(nb) * batch * heads);
+        }
+}
+
+// Group sizes: all units when they fit half the L2 together, one per group
+// when one alone does not, never zero or more than the units.
+TEST(Sm80Plan, BackwardGroupUnitsByL2) {
+  const long long l2 = 50ll << 20;
+  EXPECT_EQ(s8::bwd_group_units(64, 1 << 20, l2), 25);         // 25 of 1 MiB in 25 MiB
+  EXPECT_EQ(s8::bwd_group_units(8, 1 << 20, l2), 8);           // all fit
+  EXPECT_EQ(s8::bwd_group_units(64, 64ll << 20, l2), 1);       // one is already too big
+  EXPECT_EQ(s8::bwd_group_units(1, 1, l2), 1);
+  EXPECT_EQ(s8::bwd_group_units(0, 1, l2), 1);
 }
 
 }  // namespace

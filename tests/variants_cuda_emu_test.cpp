@@ -54,7 +54,7 @@ struct Case {
   float p = 0.f;
   bool det = false;
   int nsplit = 0;  // forward split-KV pieces (0: the heuristic)
-  bool head_major = false;  // the backward grid's order (kernel_traits.hpp bwd_block)
+  int group_units = 0;  // the backward grid's (kernel_traits.hpp bwd_block); 0: all units
   uint64_t seed = 0x0123456789abcdefull, offset = 0x500000003ull;
 };
 
@@ -63,7 +63,8 @@ std::string describe(const Case& c) {
          std::to_string(c.Sq) + " Sk" + std::to_string(c.Sk) + " H" + std::to_string(c.Hq) + "/" +
          std::to_string(c.Hkv) + " D" + std::to_string(c.D) + (c.causal ? " causal" : "") + " win(" +
          std::to_string(c.wl) + "," + std::to_string(c.wr) + ") cap" + std::to_string(c.softcap) + " alibi" +
-         std::to_string(c.alibi) + " p" + std::to_string(c.p) + (c.det ? " det" : "") + (c.head_major ? " head-major" : "") + " split" +
+         std::to_string(c.alibi) + " p" + std::to_string(c.p) + (c.det ? " det" : "") +
+         (c.group_units > 0 ? " groups of " + std::to_string(c.group_units) : std::string()) + " split" +
          std::to_string(c.nsplit);
 }
 
@@ -93,7 +94,7 @@ void emu_forward(const fd::FwdParams& p) {
 }
 
 template <class T>
-void emu_backward(const fd::BwdParams& p, bool head_major) {
+void emu_backward(const fd::BwdParams& p, int group_units) {
   const s8::BwdWorkspace ws = s8::bwd_workspace(p, 64);
   std::vector<unsigned char> buf(ws.total + 16);
   s8::BwdArgs args(p);
@@ -106,7 +107,7 @@ void emu_backward(const fd::BwdParams& p, bool head_major) {
   emu::launch({unsigned((rows + 7) / 8), 1, 1}, 256, [&] { s8::bwd_preprocess_kernel<T>(args); });
   using Cfg = s8::BwdCfg<64>;
   args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
-  args.head_major = head_major;
+  args.group_units = group_units > 0 ? group_units : static_cast<int>(p.heads_kv * p.batch);
   const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   // The launcher's choice: the one VAR main kernel serves both modes.
   auto* kernel = s8::bwd_kernel_for<T, 64>(p);
@@ -271,9 +272,9 @@ void run_case(const Case& c, uint32_t seed) {
   bp.dq_str = bp.q_str, bp.dk_str = bp.k_str, bp.dv_str = bp.v_str;
   bp.deterministic = c.det;
   if (bf)
-    emu_backward<__nv_bfloat16>(bp, c.head_major);
+    emu_backward<__nv_bfloat16>(bp, c.group_units);
   else
-    emu_backward<__half>(bp, c.head_major);
+    emu_backward<__half>(bp, c.group_units);
   EXPECT_TRUE(judged("dq", R::judge(c.dt, dbl16(gq, c.dt), rdq, dbl(ndq), c.Sk, c.D, m.dq * ds)));
   EXPECT_TRUE(judged("dk", R::judge(c.dt, dbl16(gk, c.dt), rdk, dbl(ndk), col, c.D, m.dk * ds)));
   EXPECT_TRUE(judged("dv", R::judge(c.dt, dbl16(gv, c.dt), rdv, dbl(ndv), col, c.D, m.dv * ds)));
@@ -291,14 +292,16 @@ TEST(Sm80EmuVariants, AlibiGqaOddLengths) {
   run_case(c, 1);
 }
 
-// The backward grid in head-major order (bwd_block): two batch entries, two
-// kv heads and three key tiles (128, 128, 4), so a wrong (key tile, batch,
-// head) decode writes some block's dK / dV to another's rows.
-TEST(Sm80EmuVariants, HeadMajorGridBatchesHeadsKeyTiles) {
+// The backward grid in groups of (batch, kv head) units (bwd_block): two
+// batch entries, two kv heads and three key tiles (128, 128, 4), so a wrong
+// (key tile, batch, head) decode writes some block's dK / dV to another's
+// rows: groups of three units (a last group of one; Sm80Plan's
+// BackwardGridGroupsCoverEveryBlockOnce checks every group size on the host).
+TEST(Sm80EmuVariants, GridInGroupsOfUnits) {
   Case c = make(DType::BF16, 2, 19, 260, 2, 2, 32);
   c.alibi = 2;
   c.causal = true;
-  c.head_major = true;
+  c.group_units = 3;
   run_case(c, 8);
 }
 
@@ -353,7 +356,7 @@ TEST(Sm80EmuVariants, BackwardWithAnotherOffsetFails) {
   bp.lse_batch_stride = c.Sq, bp.lse_head_stride = c.Sq;
   bp.dq = gq.data(), bp.dk = gk.data(), bp.dv = gv.data();
   bp.dq_str = bp.q_str, bp.dk_str = bp.k_str, bp.dv_str = bp.v_str;
-  emu_backward<__nv_bfloat16>(bp, false);
+  emu_backward<__nv_bfloat16>(bp, 0);
   const auto q = dbl(d.q), k = dbl(d.k), v = dbl(d.v), dO = dbl(d.dout);
   flashattn::reference::Problem rp;
   rp.seqlen_q = c.Sq, rp.seqlen_k = c.Sk, rp.head_dim = c.D, rp.dropout_mask = d.keep.data(), rp.dropout_p = c.p;

@@ -61,7 +61,7 @@ struct Case {
   bool alibi = false;  // slopes [B, Hq]
   float p = 0.f;       // dropout
   bool det = false;
-  bool head_major = false;  // the backward grid's order (kernel_traits.hpp bwd_block)
+  int group_units = 0;  // the backward grid's (kernel_traits.hpp bwd_block); 0: all units
   uint64_t seed = 0x9e3779b97f4a7c15ull, offset = 0x300000011ull;
 };
 
@@ -73,7 +73,7 @@ std::string describe(const Case& c) {
   for (int l : c.lens_k) s += " " + std::to_string(l);
   s += " H" + std::to_string(c.Hq) + "/" + std::to_string(c.Hkv) + " D" + std::to_string(c.D);
   if (c.causal) s += " causal";
-  if (c.head_major) s += " head-major";
+  if (c.group_units > 0) s += " groups of " + std::to_string(c.group_units);
   if (c.wl >= 0 || c.wr >= 0) s += " win(" + std::to_string(c.wl) + "," + std::to_string(c.wr) + ")";
   if (c.softcap > 0.f) s += " softcap";
   if (c.alibi) s += " alibi";
@@ -217,7 +217,7 @@ fd::BwdParams params(const Packed& d, const std::vector<uint16_t>* in[5], const 
 
 // run_bwd's launches (launch_bwd.cuh) for a varlen batch, on the emulator.
 template <class T>
-void emu_backward_varlen(const fd::BwdParams& p, bool head_major) {
+void emu_backward_varlen(const fd::BwdParams& p, int group_units) {
   ASSERT_TRUE(p.varlen());
   const s8::BwdWorkspace ws = s8::bwd_workspace(p, kTile);
   std::vector<float> buf(ws.total / 4 + 64, std::nanf(""));  // garbage where not written, as on a GPU
@@ -235,7 +235,7 @@ void emu_backward_varlen(const fd::BwdParams& p, bool head_major) {
   if (p.seqlen_k > 0) {
     using Cfg = s8::BwdCfg<kTile>;
     args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
-    args.head_major = head_major;
+    args.group_units = group_units > 0 ? group_units : static_cast<int>(p.heads_kv * p.batch);
     const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
     auto* kernel = s8::bwd_kernel_for<T, kTile>(p);  // the launcher's choice (VAR or SEQ)
     emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });
@@ -257,9 +257,9 @@ void emu_backward_varlen(const fd::BwdParams& p, bool head_major) {
 void run(const Packed& d, const std::vector<uint16_t>* in[5], const float* lse, Grads& gr) {
   const fd::BwdParams p = params(d, in, lse, gr);
   if (d.c.dt == DType::BF16)
-    emu_backward_varlen<__nv_bfloat16>(p, d.c.head_major);
+    emu_backward_varlen<__nv_bfloat16>(p, d.c.group_units);
   else
-    emu_backward_varlen<__half>(p, d.c.head_major);
+    emu_backward_varlen<__half>(p, d.c.group_units);
 }
 
 ::testing::AssertionResult judged(const std::string& what, const R::ErrorStats& e) {
@@ -376,15 +376,16 @@ TEST(Sm80EmuVarlenBackward, DeterministicOddHeadDim) {
   run_case(c, 2);
 }
 
-// The backward grid in head-major order (bwd_block) on a varlen batch: the
-// grid covers the longest sequence's key tiles, so the blocks past a
-// shorter sequence's keys exit in the middle of each head's run. (Batch 4
-// with 2 kv heads: a decode that mixes up the two counts is no bijection.)
-TEST(Sm80EmuVarlenBackward, HeadMajorGrid) {
+// The backward grid in groups of (sequence, kv head) units (bwd_block) on a
+// varlen batch: 8 units in groups of 3, 3 and 2; the grid covers the longest
+// sequence's key tiles, so blocks past a shorter sequence's keys exit in the
+// middle of a group. (Batch 4 with 2 kv heads: a decode that mixes up the
+// two counts is no bijection.)
+TEST(Sm80EmuVarlenBackward, GridInGroupsOfUnits) {
   Case c = make(DType::F16, {0, 17, 70, 3}, {9, 260, 100, 0}, 4, 2, 64);
   c.causal = true;
   c.gap_q = 5, c.gap_k = 3;
-  c.head_major = true;
+  c.group_units = 3;
   run_case(c, 8);
 }
 

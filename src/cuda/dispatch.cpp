@@ -447,14 +447,14 @@ Status can_implement(const AttnParams& call) noexcept {
   if (call.dtype == DType::F8E4M3) return Status::Ok();
   try {
     // A head dim that is not a multiple of 8 reaches the kernels at the padded
-    // width, on the workspace copies' contiguous rows (head_dim_pad.hpp).
+    // width, on the workspace copies' contiguous rows: the shape the padding
+    // plans (head_dim_pad.hpp; no workspace here, so null pointers).
     AttnParams p = call;
     if (!head_dim_pad::aligned(call)) {
-      p.head_dim = p.head_dim_v = head_dim_pad::width(call);
-      p.q = p.k = p.v = nullptr;
-      const int64_t P = p.head_dim;
-      p.q_str = {call.varlen() ? 0 : p.seqlen_q * p.heads_q * P, p.heads_q * P, P};
-      p.k_str = p.v_str = {call.varlen() ? 0 : p.seqlen_k * p.heads_kv * P, p.heads_kv * P, P};
+      FwdParams f;
+      static_cast<AttnParams&>(f) = call;
+      size_t bytes = 0;
+      p = head_dim_pad::padded_shape(f, &bytes);
     }
     Kernels k;
     Status s = check_params(p, k);

@@ -92,10 +92,11 @@ struct BwdArgs : AttnArgs {
   const int32_t* cu_k;
   int64_t total_q;
   int64_t row_sb, row_sh;
-  // Grid of the main kernel (kernel_traits.hpp bwd_block): key tiles per
-  // (sequence, kv head), set by the launcher for its tile, and the order.
+  // Grid of the main kernel (kernel_traits.hpp bwd_block), set by the
+  // launcher for its tile: key tiles per (sequence, kv head), and the
+  // (sequence, kv head) units per group.
   int n_blocks = 0;
-  bool head_major = false;
+  int group_units = 1;
   explicit BwdArgs(const BwdParams& p) : AttnArgs(p) {
     o = make_t4(p.out, p.o_str);
     dout = make_t4(p.dout, p.do_str);

@@ -65,43 +65,54 @@ struct BwdCfg {
   }
 };
 
-// Blocks of the backward main kernel: one per (key tile, kv head, batch),
-// on a 1-D grid. Two orders (BwdArgs::head_major, bwd_block):
-//   key-tile-major, block = (n * batch + b) * heads_kv + hk: under a causal
-//     mask the first key tiles have the most query tiles to visit, so this
-//     hands the longest blocks out first and the last wave holds short ones;
-//   head-major, block = (b * heads_kv + hk) * n_blocks + n (FlashAttention-2's
-//     and our Hopper backward's order): the blocks in flight together are
-//     the key tiles of one or two heads, so the Q / dO tiles they all read
-//     and the fp32 dQ rows they all add to are one head's, which stay in L2
-//     (key-tile-major has every head of the batch in flight at once).
+// Blocks of the backward main kernel: one per (key tile n, kv head hk,
+// batch entry b), on a 1-D grid, in groups of G (b, hk) units: block =
+// (g * n_blocks + n) * gs + j for unit u = g * G + j (b = u / heads_kv,
+// hk = u % heads_kv), gs = G but for a last group of fewer units. Within a
+// group the grid is key-tile-major: under a causal mask the first key tiles
+// have the most query tiles to visit, so the longest blocks go first and the
+// last wave holds short ones. Across groups it is head-major: the blocks in
+// flight together are a group's, so the Q / dO tiles they read and the fp32
+// dQ rows they add to are G heads' rather than the whole batch's. G = all
+// units is the plain key-tile-major order, G = 1 FlashAttention-2's.
 constexpr long long bwd_blocks(long long n_blocks, long long heads_kv, long long batch) {
   return n_blocks * heads_kv * batch;
 }
 
-// The order the launcher uses: FLASHATTN_SM80_BWD_ORDER=head|tile (default
-// tile), read once per process (an A/B knob).
-inline bool bwd_head_major() {
-  static const bool head = [] {
+// G for a problem: FLASHATTN_SM80_BWD_ORDER=tile (G = all units), head
+// (G = 1) or, by default, as many units as fit half the L2 with their Q, dO
+// and dQ-accumulator rows (unit_bytes each). Measured on an H100 against
+// the plain key-tile-major order: head dim 256 at 1k tokens 1.4-1.6x, the
+// rest level (bench/NOTES.md, "The sm80 backward's grid in groups of heads").
+inline long long bwd_group_units(long long units, long long unit_bytes, long long l2_bytes) {
+  static const int order = [] {  // 0 auto, 1 tile, 2 head; read once per process
     const char* e = std::getenv("FLASHATTN_SM80_BWD_ORDER");
-    return e != nullptr && std::strcmp(e, "head") == 0;
+    if (e != nullptr && std::strcmp(e, "tile") == 0) return 1;
+    if (e != nullptr && std::strcmp(e, "head") == 0) return 2;
+    return 0;
   }();
-  return head;
+  if (units <= 1 || order == 1) return units < 1 ? 1 : units;
+  if (order == 2) return 1;
+  const long long g = unit_bytes > 0 ? l2_bytes / 2 / unit_bytes : units;
+  return g < 1 ? 1 : g > units ? units : g;
 }
 
-// (key tile, batch entry, kv head) of backward block `block` (bwd_blocks).
+// (key tile, batch entry, kv head) of backward block `block` (bwd_blocks),
+// for groups of `group_units` units.
 struct BwdBlock {
   int n, b, hk;
 };
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline BwdBlock bwd_block(unsigned block, bool head_major, int n_blocks, int heads_kv, int batch) {
-  if (head_major)
-    return {static_cast<int>(block % n_blocks), static_cast<int>(block / n_blocks / heads_kv),
-            static_cast<int>(block / n_blocks % heads_kv)};
-  return {static_cast<int>(block / heads_kv / batch), static_cast<int>(block / heads_kv % batch),
-          static_cast<int>(block % heads_kv)};
+inline BwdBlock bwd_block(unsigned block, int group_units, int n_blocks, int heads_kv, int batch) {
+  const unsigned units = static_cast<unsigned>(heads_kv) * static_cast<unsigned>(batch);
+  const unsigned G = static_cast<unsigned>(group_units), per_group = G * static_cast<unsigned>(n_blocks);
+  const unsigned g = block / per_group, r = block - g * per_group;
+  const unsigned gs = (g + 1) * G > units ? units - g * G : G;  // the last group may hold fewer
+  const unsigned n = r / gs, u = g * G + (r - n * gs);
+  return {static_cast<int>(n), static_cast<int>(u / static_cast<unsigned>(heads_kv)),
+          static_cast<int>(u % static_cast<unsigned>(heads_kv))};
 }
 
 // Deterministic dQ kernel: one block per BM query rows looping over key

@@ -35,7 +35,15 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   const long long blocks = bwd_blocks(n_blocks, p.heads_kv, p.batch);
   BwdArgs args = grid_free_args;
   args.n_blocks = static_cast<int>(n_blocks);
-  args.head_major = bwd_head_major();
+  // A (sequence, kv head) unit's steps read its query heads' Q and dO rows
+  // and add to their fp32 dQ rows; the grid keeps the units in flight
+  // together to about half the L2 (kernel_traits.hpp bwd_group_units).
+  const long long unit_bytes =
+      (p.heads_q / p.heads_kv) * p.seqlen_q * static_cast<long long>(D) * (2 * sizeof(T) + sizeof(float));
+  int dev = 0, l2 = 0;
+  FA_CUDA_TRY(cudaGetDevice(&dev));
+  FA_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  args.group_units = static_cast<int>(bwd_group_units(p.heads_kv * p.batch, unit_bytes, l2));
   if (blocks > 0x7fffffffLL)
     return Status::Error(ErrorCode::Unsupported, "CUDA backward: batch * heads_kv * ceil(seqlen_k / " +
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
