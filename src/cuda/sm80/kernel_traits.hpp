@@ -82,8 +82,9 @@ constexpr long long bwd_blocks(long long n_blocks, long long heads_kv, long long
 // G for a problem: FLASHATTN_SM80_BWD_ORDER=tile (G = all units), head
 // (G = 1) or, by default, as many units as fit half the L2 with their Q, dO
 // and dQ-accumulator rows (unit_bytes each). Measured on an H100 against
-// the plain key-tile-major order: head dim 256 at 1k tokens 1.4-1.6x, the
-// rest level (bench/NOTES.md, "The sm80 backward's grid in groups of heads").
+// the plain key-tile-major order: head dim 256 at 1-2k tokens 1.4-1.6x, head
+// dim 128 at 1k +8%, most cells level, head dim 128 causal 4k 4% slower
+// (bench/NOTES.md, "The sm80 backward's grid in groups of heads").
 inline long long bwd_group_units(long long units, long long unit_bytes, long long l2_bytes) {
   static const int order = [] {  // 0 auto, 1 tile, 2 head; read once per process
     const char* e = std::getenv("FLASHATTN_SM80_BWD_ORDER");
