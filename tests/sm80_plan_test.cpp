@@ -77,6 +77,9 @@ TEST(Sm80Plan, BackwardGroupUnitsByL2) {
   EXPECT_EQ(s8::bwd_group_units(64, 64ll << 20, l2), 1);       // one is already too big
   EXPECT_EQ(s8::bwd_group_units(1, 1, l2), 1);
   EXPECT_EQ(s8::bwd_group_units(0, 1, l2), 1);
+  // A unit's rows: head dim 256, 1k queries, 16-bit Q / dO and fp32 dQ: 2 MiB, so 12 in 25 MiB.
+  EXPECT_EQ(s8::bwd_unit_bytes(1, 1024, 256, 2), 2ll << 20);
+  EXPECT_EQ(s8::bwd_group_units(128, s8::bwd_unit_bytes(1, 1024, 256, 2), l2), 12);
 }
 
 }  // namespace

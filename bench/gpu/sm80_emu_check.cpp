@@ -52,7 +52,7 @@ static void emu_backward(const fd::BwdParams& p) {
   args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
   // FLASHATTN_SM80_BWD_ORDER as the launcher reads it, against a 50 MB L2
   args.group_units = static_cast<int>(s8::bwd_group_units(
-      p.heads_kv * p.batch, (p.heads_q / p.heads_kv) * p.seqlen_q * D * (2 * sizeof(T) + sizeof(float)), 50 << 20));
+      p.heads_kv * p.batch, s8::bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T)), 50 << 20));
   const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   auto* kernel = s8::bwd_kernel_for<T, D>(p);  // the launcher's choice
   emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });

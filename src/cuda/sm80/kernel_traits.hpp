@@ -98,6 +98,13 @@ inline long long bwd_group_units(long long units, long long unit_bytes, long lon
   return g < 1 ? 1 : g > units ? units : g;
 }
 
+// Bytes a (sequence, kv head) unit's steps touch, bwd_group_units' unit_bytes:
+// its `group` query heads' Q and dO rows (es bytes an element) and their fp32
+// dQ-accumulator rows, seqlen_q rows of the tile's head dim d each.
+constexpr long long bwd_unit_bytes(long long group, long long seqlen_q, long long d, long long es) {
+  return group * seqlen_q * d * (2 * es + 4);
+}
+
 // (key tile, batch entry, kv head) of backward block `block` (bwd_blocks),
 // for groups of `group_units` units.
 struct BwdBlock {

@@ -38,8 +38,7 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   // A (sequence, kv head) unit's steps read its query heads' Q and dO rows
   // and add to their fp32 dQ rows; the grid keeps the units in flight
   // together to about half the L2 (kernel_traits.hpp bwd_group_units).
-  const long long unit_bytes =
-      (p.heads_q / p.heads_kv) * p.seqlen_q * static_cast<long long>(D) * (2 * sizeof(T) + sizeof(float));
+  const long long unit_bytes = bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T));
   int dev = 0, l2 = 0;
   FA_CUDA_TRY(cudaGetDevice(&dev));
   FA_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
