@@ -68,6 +68,40 @@ TEST(Sm80Plan, BackwardGridGroupsCoverEveryBlockOnce) {
         }
 }
 
+// A backward block's steps visit every (query head, query tile) of its group
+// once, in each walk: rotate starts at the block's own tile and goes up,
+// first goes up from the first tile, last down from the last.
+TEST(Sm80Plan, BackwardWalksVisitEveryStepOnce) {
+  for (s8::BwdWalk w : {s8::BwdWalk::rotate, s8::BwdWalk::first, s8::BwdWalk::last})
+    for (int m_first : {0, 3})
+      for (int m_count = 1; m_count <= 6; ++m_count)
+        for (int group : {1, 2, 5})
+          for (int n_block = 0; n_block < 8; ++n_block) {
+            const s8::BwdSteps st(static_cast<int>(w), m_first, m_count, n_block);
+            const int want_start = w == s8::BwdWalk::rotate ? m_first + n_block % m_count
+                                   : w == s8::BwdWalk::first ? m_first
+                                                             : m_first + m_count - 1;
+            ASSERT_EQ(st.start, want_start) << "walk " << int(w) << " count " << m_count << " block " << n_block;
+            std::set<std::pair<int, int>> seen;
+            int h = 10, m = st.start;
+            for (int it = 0; it < m_count * group; ++it) {
+              ASSERT_TRUE(h >= 10 && h < 10 + group && m >= m_first && m < m_first + m_count)
+                  << "walk " << int(w) << " step " << it;
+              ASSERT_TRUE(seen.insert({h, m}).second) << "walk " << int(w) << " step " << it << " twice";
+              const int prev = m;
+              st.next(h, m);
+              if (m_count > 1 && h == 10 + (it + 1) / m_count && (it + 1) % m_count != 0) {
+                // within a head: one tile on in the walk's direction, wrapping for rotate
+                const int want = w == s8::BwdWalk::last ? prev - 1
+                                                        : (prev + 1 - m_first) % m_count + m_first;
+                EXPECT_EQ(m, want) << "walk " << int(w) << " step " << it;
+              }
+            }
+            EXPECT_EQ(h, 10 + group);
+            EXPECT_EQ(seen.size(), size_t(m_count) * group);
+          }
+}
+
 // Group sizes: all units when they fit half the L2 together, one per group
 // when one alone does not, never zero or more than the units.
 TEST(Sm80Plan, BackwardGroupUnitsByL2) {

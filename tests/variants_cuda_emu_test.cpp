@@ -55,6 +55,7 @@ struct Case {
   bool det = false;
   int nsplit = 0;  // forward split-KV pieces (0: the heuristic)
   int group_units = 0;  // the backward grid's (kernel_traits.hpp bwd_block); 0: all units
+  s8::BwdWalk walk = s8::BwdWalk::rotate;  // a backward block's query-tile order (BwdSteps)
   uint64_t seed = 0x0123456789abcdefull, offset = 0x500000003ull;
 };
 
@@ -64,7 +65,8 @@ std::string describe(const Case& c) {
          std::to_string(c.Hkv) + " D" + std::to_string(c.D) + (c.causal ? " causal" : "") + " win(" +
          std::to_string(c.wl) + "," + std::to_string(c.wr) + ") cap" + std::to_string(c.softcap) + " alibi" +
          std::to_string(c.alibi) + " p" + std::to_string(c.p) + (c.det ? " det" : "") +
-         (c.group_units > 0 ? " groups of " + std::to_string(c.group_units) : std::string()) + " split" +
+         (c.group_units > 0 ? " groups of " + std::to_string(c.group_units) : std::string()) + " walk" +
+         std::to_string(static_cast<int>(c.walk)) + " split" +
          std::to_string(c.nsplit);
 }
 
@@ -94,7 +96,7 @@ void emu_forward(const fd::FwdParams& p) {
 }
 
 template <class T>
-void emu_backward(const fd::BwdParams& p, int group_units) {
+void emu_backward(const fd::BwdParams& p, int group_units, s8::BwdWalk walk) {
   const s8::BwdWorkspace ws = s8::bwd_workspace(p, 64);
   std::vector<unsigned char> buf(ws.total + 16);
   s8::BwdArgs args(p);
@@ -108,6 +110,7 @@ void emu_backward(const fd::BwdParams& p, int group_units) {
   using Cfg = s8::BwdCfg<64>;
   args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
   args.group_units = group_units > 0 ? group_units : static_cast<int>(p.heads_kv * p.batch);
+  args.walk = static_cast<int>(walk);
   const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   // The launcher's choice: the one VAR main kernel serves both modes.
   auto* kernel = s8::bwd_kernel_for<T, 64>(p);
@@ -272,9 +275,9 @@ void run_case(const Case& c, uint32_t seed) {
   bp.dq_str = bp.q_str, bp.dk_str = bp.k_str, bp.dv_str = bp.v_str;
   bp.deterministic = c.det;
   if (bf)
-    emu_backward<__nv_bfloat16>(bp, c.group_units);
+    emu_backward<__nv_bfloat16>(bp, c.group_units, c.walk);
   else
-    emu_backward<__half>(bp, c.group_units);
+    emu_backward<__half>(bp, c.group_units, c.walk);
   EXPECT_TRUE(judged("dq", R::judge(c.dt, dbl16(gq, c.dt), rdq, dbl(ndq), c.Sk, c.D, m.dq * ds)));
   EXPECT_TRUE(judged("dk", R::judge(c.dt, dbl16(gk, c.dt), rdk, dbl(ndk), col, c.D, m.dk * ds)));
   EXPECT_TRUE(judged("dv", R::judge(c.dt, dbl16(gv, c.dt), rdv, dbl(ndv), col, c.D, m.dv * ds)));
@@ -303,6 +306,23 @@ TEST(Sm80EmuVariants, GridInGroupsOfUnits) {
   c.causal = true;
   c.group_units = 3;
   run_case(c, 8);
+}
+
+// Each order of a backward block's steps (kernel_traits.hpp BwdSteps): two
+// query tiles of 128 rows (the second partial) for each of two query heads,
+// two key tiles, so that the walks differ (rotate: 0 1 in the first block, 1 0
+// in the second; first: 0 1 in both) and cross from one head to the next; a
+// walk that skips a step or takes one twice leaves dK / dV (and dQ) wrong.
+// (About 12 s a walk; the third, last, is Sm80EmuVarlenBackward's
+// WalkDownFromLastTile, and Sm80Plan.BackwardWalksVisitEveryStepOnce checks
+// all three on more shapes.)
+TEST(Sm80EmuVariants, BackwardWalks) {
+  for (s8::BwdWalk w : {s8::BwdWalk::rotate, s8::BwdWalk::first}) {
+    Case c = make(DType::BF16, 1, 140, 133, 2, 1, 32);
+    c.alibi = 1;
+    c.walk = w;
+    run_case(c, 20 + static_cast<int>(w));
+  }
 }
 
 TEST(Sm80EmuVariants, AlibiCausalSqGreaterThanSkSoftcapDeterministic) {
@@ -356,7 +376,7 @@ TEST(Sm80EmuVariants, BackwardWithAnotherOffsetFails) {
   bp.lse_batch_stride = c.Sq, bp.lse_head_stride = c.Sq;
   bp.dq = gq.data(), bp.dk = gk.data(), bp.dv = gv.data();
   bp.dq_str = bp.q_str, bp.dk_str = bp.k_str, bp.dv_str = bp.v_str;
-  emu_backward<__nv_bfloat16>(bp, 0);
+  emu_backward<__nv_bfloat16>(bp, 0, s8::BwdWalk::rotate);
   const auto q = dbl(d.q), k = dbl(d.k), v = dbl(d.v), dO = dbl(d.dout);
   flashattn::reference::Problem rp;
   rp.seqlen_q = c.Sq, rp.seqlen_k = c.Sk, rp.head_dim = c.D, rp.dropout_mask = d.keep.data(), rp.dropout_p = c.p;

@@ -33,10 +33,6 @@
 #include "sm80/kernel_traits.hpp"
 #include "sm80/variants.cuh"
 
-#ifndef FA_SM80_BWD_ROTATE
-#define FA_SM80_BWD_ROTATE 1
-#endif
-
 namespace flashattn::detail::cuda::sm80 {
 
 // S^T = K Q^T and dP^T = V dO^T in one k-loop: the two products share
@@ -239,15 +235,9 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
   load_tile_async<LK, NTHREADS>(sK, kbase + b * a.k.sb + kr0 * a.k.ss + hk * a.k.sh, a.k.ss, keys, a.d, kbase, tid);
   load_tile_async<LK, NTHREADS>(sV, vbase + b * a.v.sb + kr0 * a.v.ss + hk * a.v.sh, a.v.ss, keys, a.d, vbase, tid);
   // Steps walk the query tiles of one head, then the next head of the group,
-  // each block starting at its own tile (n_block mod m_count): the blocks of
-  // one wave then add into different dQ rows instead of all into the same
-  // 64 rows at once (same-address atomics serialise in L2).
-#if FA_SM80_BWD_ROTATE
-  const int m_start = m_count > 0 ? m_first + n_block % m_count : 0;
-#else
-  const int m_start = m_first;
-#endif
-  int cur_h = hk * a.group, cur_m = m_start;
+  // in the order a.walk picks (kernel_traits.hpp BwdSteps).
+  const BwdSteps steps(a.walk, m_first, m_count, n_block);
+  int cur_h = hk * a.group, cur_m = steps.start;
   if (total > 0) load_q(cur_h, cur_m * BM, 0);
   cp_async_commit();
 
@@ -267,9 +257,8 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
     const int buf = QBUF == 2 ? (it & 1) : 0;
     cp_async_wait<0>();  // this step's Q, dO (and K, V) landed
     __syncthreads();     // ... everywhere; the other buffer, sP and sdS are free
-    int nxt_h = cur_h, nxt_m = cur_m + 1;
-    if (nxt_m == m_first + m_count) nxt_m = m_first;
-    if (nxt_m == m_start) ++nxt_h;
+    int nxt_h = cur_h, nxt_m = cur_m;
+    steps.next(nxt_h, nxt_m);
     if (QBUF == 2 && it + 1 < total) {
       load_q(nxt_h, nxt_m * BM, buf ^ 1);
       cp_async_commit();

@@ -97,6 +97,7 @@ struct BwdArgs : AttnArgs {
   // (sequence, kv head) units per group.
   int n_blocks = 0;
   int group_units = 1;
+  int walk = 0;  // BwdWalk: the order of a block's query tiles (kernel_traits.hpp BwdSteps)
   explicit BwdArgs(const BwdParams& p) : AttnArgs(p) {
     o = make_t4(p.out, p.o_str);
     dout = make_t4(p.dout, p.do_str);

@@ -105,6 +105,50 @@ constexpr long long bwd_unit_bytes(long long group, long long seqlen_q, long lon
   return group * seqlen_q * d * (2 * es + 4);
 }
 
+// The order of a backward block's (query head, query tile) steps: the
+// group's query heads one after the other, each over its query tiles
+// [first, first + count). BwdWalk::rotate (the default) starts every head at
+// the block's own tile (n_block mod count) and wraps, so that the blocks of a
+// wave add into different dQ rows (same-address atomics serialise in L2);
+// first walks up from the first tile in every block; last walks down from
+// the last (FlashAttention-2's order: the blocks of a unit then read each
+// Q / dO tile at about the same moment, and under a causal mask the full
+// tiles come before the diagonal one). FLASHATTN_SM80_BWD_WALK=rotate|first|
+// last picks one for A/B runs (read once per process).
+enum class BwdWalk : int { rotate = 0, first = 1, last = 2 };
+inline BwdWalk bwd_walk() {
+  static const BwdWalk w = [] {
+    const char* e = std::getenv("FLASHATTN_SM80_BWD_WALK");
+    if (e != nullptr && std::strcmp(e, "first") == 0) return BwdWalk::first;
+    if (e != nullptr && std::strcmp(e, "last") == 0) return BwdWalk::last;
+    return BwdWalk::rotate;
+  }();
+  return w;
+}
+
+struct BwdSteps {
+  int first, count, start, dir;
+#if defined(__CUDACC__)
+  __host__ __device__
+#endif
+  BwdSteps(int walk, int m_first, int m_count, int n_block)
+      : first(m_first), count(m_count), start(m_first), dir(1) {
+    if (m_count <= 0) return;
+    if (walk == static_cast<int>(BwdWalk::rotate)) start = m_first + n_block % m_count;
+    if (walk == static_cast<int>(BwdWalk::last)) start = m_first + m_count - 1, dir = -1;
+  }
+  // The step after (h, m): the next tile of head h, or the start of head h + 1.
+#if defined(__CUDACC__)
+  __host__ __device__
+#endif
+  void next(int& h, int& m) const {
+    m += dir;
+    if (m == first + count) m = first;
+    if (m < first) m = first + count - 1;
+    if (m == start) ++h;
+  }
+};
+
 // (key tile, batch entry, kv head) of backward block `block` (bwd_blocks),
 // for groups of `group_units` units.
 struct BwdBlock {

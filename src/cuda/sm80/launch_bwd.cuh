@@ -43,6 +43,7 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   FA_CUDA_TRY(cudaGetDevice(&dev));
   FA_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   args.group_units = static_cast<int>(bwd_group_units(p.heads_kv * p.batch, unit_bytes, l2));
+  args.walk = static_cast<int>(bwd_walk());
   if (blocks > 0x7fffffffLL)
     return Status::Error(ErrorCode::Unsupported, "CUDA backward: batch * heads_kv * ceil(seqlen_k / " +
                                                      std::to_string(Cfg::BN) + ") = " + std::to_string(blocks) +
