@@ -1,8 +1,10 @@
 // The sm80 forward's plan (src/cuda/sm80/fwd_plan.hpp) is host code: the
 // split-KV counts it picks for decode steps, checked without a GPU; and the
-// backward grid's block order (kernel_traits.hpp bwd_block, bwd_group_units).
+// backward grid's block order (kernel_traits.hpp bwd_block, bwd_group_units,
+// bwd_full_groups).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -46,25 +48,84 @@ TEST(Sm80Plan, TwoWarpDecodeSplitsStayInOneWave) {
 }
 
 // Every backward block is one (key tile, batch, kv head) and every one is
-// some block's, for any group size (the last group partial or not); within
-// a group the key tiles go in order, and a group's units are consecutive.
+// some block's, for any group size and any count K of full groups before the
+// last (the last group the rest: fewer, as many or more units than G);
+// within a group the key tiles go in order, and a group's units are
+// consecutive.
 TEST(Sm80Plan, BackwardGridGroupsCoverEveryBlockOnce) {
   for (int batch : {1, 2, 3, 5})
     for (int heads : {1, 2, 4, 7})
       for (int nb : {1, 2, 9})
-        for (int G = 1; G <= batch * heads; ++G) {
-          std::set<std::tuple<int, int, int>> seen;
-          int last_n = -1, last_u = -1;
-          for (unsigned blk = 0; blk < unsigned(s8::bwd_blocks(nb, heads, batch)); ++blk) {
-            const s8::BwdBlock x = s8::bwd_block(blk, G, nb, heads, batch);
-            ASSERT_TRUE(x.n >= 0 && x.n < nb && x.b >= 0 && x.b < batch && x.hk >= 0 && x.hk < heads)
-                << "G " << G << " block " << blk;
-            ASSERT_TRUE(seen.insert({x.n, x.b, x.hk}).second) << "G " << G << " block " << blk << " twice";
-            const int u = x.b * heads + x.hk;
-            if (u / G == last_u / G && last_u >= 0) EXPECT_GE(x.n, last_n) << "G " << G << " block " << blk;
-            last_n = x.n, last_u = u;
+        for (int G = 1; G <= batch * heads; ++G)
+          for (int K = 0; K <= batch * heads / G; ++K) {
+            std::set<std::tuple<int, int, int>> seen;
+            int last_n = -1, last_g = -1;
+            for (unsigned blk = 0; blk < unsigned(s8::bwd_blocks(nb, heads, batch)); ++blk) {
+              const s8::BwdBlock x = s8::bwd_block(blk, G, K, nb, heads, batch);
+              ASSERT_TRUE(x.n >= 0 && x.n < nb && x.b >= 0 && x.b < batch && x.hk >= 0 && x.hk < heads)
+                  << "G " << G << " K " << K << " block " << blk;
+              ASSERT_TRUE(seen.insert({x.n, x.b, x.hk}).second) << "G " << G << " K " << K << " block " << blk << " twice";
+              const int u = x.b * heads + x.hk, g = std::min(u / G, K);
+              ASSERT_GE(g, last_g) << "G " << G << " K " << K << " block " << blk;
+              if (g == last_g) EXPECT_GE(x.n, last_n) << "G " << G << " K " << K << " block " << blk;
+              last_n = x.n, last_g = g;
+            }
+            EXPECT_EQ(seen.size(), size_t(nb) * batch * heads);
           }
-          EXPECT_EQ(seen.size(), size_t(nb) * batch * heads);
+}
+
+// The last group under a mask: enough units that its steps per SM slot
+// reach its longest block's (the grid then ends on short blocks), never
+// fewer than the remainder of units / G, never more than all units.
+TEST(Sm80Plan, BackwardLastGroupCoversTheLongestBlock) {
+  namespace fd = flashattn::detail;
+  fd::AttnParams p;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.window_left = -1, p.window_right = 0;  // causal
+  // 64-row query tiles, 128-key tiles: key tile n reaches query tiles 2n .. 63
+  const s8::BwdUnitSteps st = s8::bwd_unit_steps(fd::WindowMask(p), 4096, 4096, 64, 128);
+  EXPECT_EQ(st.longest, 64);
+  EXPECT_EQ(st.total, 64 * 32 - 32 * 31);  // sum of 64 - 2n, n < 32
+  // 132 slots: 64 x 132 / 1056 = 8 units; 64 units in groups of 6: 9 groups, then 10
+  EXPECT_EQ(s8::bwd_last_group_min(st.total, st.longest, 132), 8);
+  EXPECT_EQ(s8::bwd_full_groups(64, 6, 8), 9);
+  EXPECT_EQ(s8::bwd_full_groups(64, 6, 0), 10);   // no mask: groups of 6 and a last of 4
+  EXPECT_EQ(s8::bwd_full_groups(64, 6, 64), 0);   // one group of all
+  EXPECT_EQ(s8::bwd_full_groups(64, 6, 100), 0);
+  EXPECT_EQ(s8::bwd_full_groups(64, 64, 8), 0);
+  EXPECT_EQ(s8::bwd_full_groups(64, 1, 8), 56);
+  // No mask: every key tile sees every query tile.
+  p.window_right = -1;
+  const s8::BwdUnitSteps full = s8::bwd_unit_steps(fd::WindowMask(p), 4096, 4096, 64, 128);
+  EXPECT_EQ(full.longest, 64);
+  EXPECT_EQ(full.total, 64 * 32);
+  // Rows past the keys' reach (Sq > Sk, causal): the first rows see nothing.
+  p.seqlen_q = 300, p.seqlen_k = 100, p.window_right = 0;
+  const s8::BwdUnitSteps tall = s8::bwd_unit_steps(fd::WindowMask(p), 300, 100, 64, 128);
+  EXPECT_EQ(tall.longest, 2);  // rows 200..299 of query tiles 3 and 4
+  EXPECT_EQ(tall.total, 2);
+}
+
+// WindowMask::queries, the rows a key range reaches, against keys(i) row by row.
+TEST(Sm80Plan, MaskQueriesAreTheRowsThatSeeTheKeys) {
+  namespace fd = flashattn::detail;
+  for (int sq : {1, 37, 130})
+    for (int sk : {1, 50, 200})
+      for (int wl : {-1, 0, 5, 64})
+        for (int wr : {-1, 0, 3}) {
+          fd::AttnParams p;
+          p.seqlen_q = sq, p.seqlen_k = sk, p.window_left = wl, p.window_right = wr;
+          const fd::WindowMask m(p);
+          for (int c0 = 0; c0 < sk; c0 += 16) {
+            const int c1 = std::min(sk, c0 + 16);
+            const fd::KeyRange r = m.queries(c0, c1, sq);
+            for (int i = 0; i < sq; ++i) {
+              const fd::KeyRange k = m.keys(i);
+              const bool sees = std::max<int64_t>(k.begin, c0) < std::min<int64_t>(k.end, c1);
+              EXPECT_EQ(sees, i >= r.begin && i < r.end)
+                  << "sq " << sq << " sk " << sk << " window (" << wl << ", " << wr << ") keys " << c0 << " row " << i;
+            }
+          }
         }
 }
 

@@ -55,6 +55,7 @@ struct Case {
   bool det = false;
   int nsplit = 0;  // forward split-KV pieces (0: the heuristic)
   int group_units = 0;  // the backward grid's (kernel_traits.hpp bwd_block); 0: all units
+  int full_groups = -1;  // groups of group_units before the last (bwd_block); -1: units / group_units
   s8::BwdWalk walk = s8::BwdWalk::rotate;  // a backward block's query-tile order (BwdSteps)
   uint64_t seed = 0x0123456789abcdefull, offset = 0x500000003ull;
 };
@@ -96,7 +97,7 @@ void emu_forward(const fd::FwdParams& p) {
 }
 
 template <class T>
-void emu_backward(const fd::BwdParams& p, int group_units, s8::BwdWalk walk) {
+void emu_backward(const fd::BwdParams& p, int group_units, int full_groups, s8::BwdWalk walk) {
   const s8::BwdWorkspace ws = s8::bwd_workspace(p, 64);
   std::vector<unsigned char> buf(ws.total + 16);
   s8::BwdArgs args(p);
@@ -110,6 +111,7 @@ void emu_backward(const fd::BwdParams& p, int group_units, s8::BwdWalk walk) {
   using Cfg = s8::BwdCfg<64>;
   args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
   args.group_units = group_units > 0 ? group_units : static_cast<int>(p.heads_kv * p.batch);
+  args.full_groups = full_groups >= 0 ? full_groups : static_cast<int>(p.heads_kv * p.batch) / args.group_units;
   args.walk = static_cast<int>(walk);
   const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   // The launcher's choice: the one VAR main kernel serves both modes.
@@ -275,9 +277,9 @@ void run_case(const Case& c, uint32_t seed) {
   bp.dq_str = bp.q_str, bp.dk_str = bp.k_str, bp.dv_str = bp.v_str;
   bp.deterministic = c.det;
   if (bf)
-    emu_backward<__nv_bfloat16>(bp, c.group_units, c.walk);
+    emu_backward<__nv_bfloat16>(bp, c.group_units, c.full_groups, c.walk);
   else
-    emu_backward<__half>(bp, c.group_units, c.walk);
+    emu_backward<__half>(bp, c.group_units, c.full_groups, c.walk);
   EXPECT_TRUE(judged("dq", R::judge(c.dt, dbl16(gq, c.dt), rdq, dbl(ndq), c.Sk, c.D, m.dq * ds)));
   EXPECT_TRUE(judged("dk", R::judge(c.dt, dbl16(gk, c.dt), rdk, dbl(ndk), col, c.D, m.dk * ds)));
   EXPECT_TRUE(judged("dv", R::judge(c.dt, dbl16(gv, c.dt), rdv, dbl(ndv), col, c.D, m.dv * ds)));
@@ -376,7 +378,7 @@ TEST(Sm80EmuVariants, BackwardWithAnotherOffsetFails) {
   bp.lse_batch_stride = c.Sq, bp.lse_head_stride = c.Sq;
   bp.dq = gq.data(), bp.dk = gk.data(), bp.dv = gv.data();
   bp.dq_str = bp.q_str, bp.dk_str = bp.k_str, bp.dv_str = bp.v_str;
-  emu_backward<__nv_bfloat16>(bp, 0, s8::BwdWalk::rotate);
+  emu_backward<__nv_bfloat16>(bp, 0, -1, s8::BwdWalk::rotate);
   const auto q = dbl(d.q), k = dbl(d.k), v = dbl(d.v), dO = dbl(d.dout);
   flashattn::reference::Problem rp;
   rp.seqlen_q = c.Sq, rp.seqlen_k = c.Sk, rp.head_dim = c.D, rp.dropout_mask = d.keep.data(), rp.dropout_p = c.p;

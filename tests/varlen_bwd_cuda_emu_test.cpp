@@ -62,6 +62,7 @@ struct Case {
   float p = 0.f;       // dropout
   bool det = false;
   int group_units = 0;  // the backward grid's (kernel_traits.hpp bwd_block); 0: all units
+  int full_groups = -1;  // groups of group_units before the last (bwd_block); -1: units / group_units
   s8::BwdWalk walk = s8::BwdWalk::rotate;  // a backward block's query-tile order (BwdSteps)
   uint64_t seed = 0x9e3779b97f4a7c15ull, offset = 0x300000011ull;
 };
@@ -75,6 +76,7 @@ std::string describe(const Case& c) {
   s += " H" + std::to_string(c.Hq) + "/" + std::to_string(c.Hkv) + " D" + std::to_string(c.D);
   if (c.causal) s += " causal";
   if (c.group_units > 0) s += " groups of " + std::to_string(c.group_units);
+  if (c.full_groups >= 0) s += " x " + std::to_string(c.full_groups) + " then the rest";
   s += " walk " + std::to_string(static_cast<int>(c.walk));
   if (c.wl >= 0 || c.wr >= 0) s += " win(" + std::to_string(c.wl) + "," + std::to_string(c.wr) + ")";
   if (c.softcap > 0.f) s += " softcap";
@@ -219,7 +221,7 @@ fd::BwdParams params(const Packed& d, const std::vector<uint16_t>* in[5], const 
 
 // run_bwd's launches (launch_bwd.cuh) for a varlen batch, on the emulator.
 template <class T>
-void emu_backward_varlen(const fd::BwdParams& p, int group_units, s8::BwdWalk walk) {
+void emu_backward_varlen(const fd::BwdParams& p, int group_units, int full_groups, s8::BwdWalk walk) {
   ASSERT_TRUE(p.varlen());
   const s8::BwdWorkspace ws = s8::bwd_workspace(p, kTile);
   std::vector<float> buf(ws.total / 4 + 64, std::nanf(""));  // garbage where not written, as on a GPU
@@ -238,6 +240,7 @@ void emu_backward_varlen(const fd::BwdParams& p, int group_units, s8::BwdWalk wa
     using Cfg = s8::BwdCfg<kTile>;
     args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
     args.group_units = group_units > 0 ? group_units : static_cast<int>(p.heads_kv * p.batch);
+    args.full_groups = full_groups >= 0 ? full_groups : static_cast<int>(p.heads_kv * p.batch) / args.group_units;
     args.walk = static_cast<int>(walk);
     const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
     auto* kernel = s8::bwd_kernel_for<T, kTile>(p);  // the launcher's choice (VAR or SEQ)
@@ -260,9 +263,9 @@ void emu_backward_varlen(const fd::BwdParams& p, int group_units, s8::BwdWalk wa
 void run(const Packed& d, const std::vector<uint16_t>* in[5], const float* lse, Grads& gr) {
   const fd::BwdParams p = params(d, in, lse, gr);
   if (d.c.dt == DType::BF16)
-    emu_backward_varlen<__nv_bfloat16>(p, d.c.group_units, d.c.walk);
+    emu_backward_varlen<__nv_bfloat16>(p, d.c.group_units, d.c.full_groups, d.c.walk);
   else
-    emu_backward_varlen<__half>(p, d.c.group_units, d.c.walk);
+    emu_backward_varlen<__half>(p, d.c.group_units, d.c.full_groups, d.c.walk);
 }
 
 ::testing::AssertionResult judged(const std::string& what, const R::ErrorStats& e) {
@@ -394,12 +397,14 @@ TEST(Sm80EmuVarlenBackward, GridInGroupsOfUnits) {
 
 // FlashAttention-2's walk (BwdSteps, down from each head's last query tile)
 // on the grouped varlen batch above: sequences of 0-3 query tiles, so blocks
-// with one, several and no steps.
+// with one, several and no steps; one group of 3 and a last group of the
+// other 5 units (bwd_full_groups under a mask).
 TEST(Sm80EmuVarlenBackward, WalkDownFromLastTile) {
   Case c = make(DType::F16, {0, 17, 290, 3}, {9, 260, 100, 0}, 4, 2, 64);
   c.causal = true;
   c.gap_q = 5, c.gap_k = 3;
   c.group_units = 3;
+  c.full_groups = 1;
   c.walk = s8::BwdWalk::last;
   run_case(c, 9);
 }

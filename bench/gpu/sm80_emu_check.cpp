@@ -50,9 +50,18 @@ static void emu_backward(const fd::BwdParams& p) {
   emu::launch({unsigned((rows + 7) / 8), 1, 1}, 256, [&] { s8::bwd_preprocess_kernel<T>(args); });
   using Cfg = s8::BwdCfg<D>;
   args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
-  // FLASHATTN_SM80_BWD_ORDER as the launcher reads it, against a 50 MB L2
-  args.group_units = static_cast<int>(s8::bwd_group_units(
-      p.heads_kv * p.batch, s8::bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T)), 50 << 20));
+  // FLASHATTN_SM80_BWD_ORDER as the launcher reads it, against a 50 MB L2 and
+  // 132 SMs of one block each
+  const long long units = p.heads_kv * p.batch;
+  const long long G = s8::bwd_group_units(
+      units, s8::bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T)), 50 << 20);
+  long long last_min = 0;
+  if (s8::bwd_order() == s8::BwdOrder::automatic && (p.window_left >= 0 || p.window_right >= 0)) {
+    const s8::BwdUnitSteps st = s8::bwd_unit_steps(fd::WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
+    last_min = s8::bwd_last_group_min(st.total, st.longest, 132);
+  }
+  args.group_units = static_cast<int>(G);
+  args.full_groups = static_cast<int>(s8::bwd_full_groups(units, G, last_min));
   const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   auto* kernel = s8::bwd_kernel_for<T, D>(p);  // the launcher's choice
   emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });

@@ -45,6 +45,15 @@ struct WindowMask {
     KeyRange r = keys(i);
     return j >= r.begin && j < r.end;
   }
+  // Query rows [begin, end) of [0, seqlen_q) that see a key of [c0, c1): rows
+  // i with keys(i).end > c0 and keys(i).begin < c1 (both bounds of keys(i)
+  // are non-decreasing in i); begin >= end when none does.
+  FA_HOST_DEVICE KeyRange queries(int64_t c0, int64_t c1, int64_t seqlen_q) const {
+    int64_t lo = 0, hi = seqlen_q;
+    if (right >= 0) lo = std::max<int64_t>(lo, c0 - offset - right);
+    if (left >= 0) hi = std::min<int64_t>(hi, c1 - offset + left);
+    return {lo, hi};
+  }
   // True when every (row, key) of the tile is visible: no per-element masking.
   FA_HOST_DEVICE bool tile_full(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
     KeyRange last = keys(r1 - 1), first = keys(r0);

@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const BwdBlock blk = bwd_block(blockIdx.x, a.group_units, a.n_blocks, a.heads_kv, a.batch);
+  const BwdBlock blk = bwd_block(blockIdx.x, a.group_units, a.full_groups, a.n_blocks, a.heads_kv, a.batch);
   const int hk = blk.hk, b = blk.b, n_block = blk.n;
   constexpr bool kSeq = SEQ || VAR;
   const BwdSeq seq = bwd_seq<kSeq>(a, b);
@@ -190,21 +190,12 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
   }
   const int keys = min(BN, seq.len_k - c0);
 
-  // Query rows i that see a key in [c0, c0 + keys): keys(i).end > c0 and
-  // keys(i).begin < c0 + keys (both bounds are non-decreasing in i).
-  int64_t i_lo = 0, i_hi = Sq;
-  if (mask.right >= 0) {
-    const int64_t v = c0 - mask.offset - mask.right;
-    i_lo = v > i_lo ? v : i_lo;
-  }
-  if (mask.left >= 0) {
-    const int64_t v = static_cast<int64_t>(c0) + keys - mask.offset + mask.left;
-    i_hi = v < i_hi ? v : i_hi;
-  }
+  // The query tiles with a row that sees one of the block's keys.
+  const KeyRange rows = mask.queries(c0, static_cast<int64_t>(c0) + keys, Sq);
   int m_first = 0, m_count = 0;
-  if (i_lo < i_hi) {
-    m_first = static_cast<int>(i_lo / BM);
-    m_count = static_cast<int>((i_hi + BM - 1) / BM) - m_first;
+  if (rows.begin < rows.end) {
+    m_first = static_cast<int>(rows.begin / BM);
+    m_count = static_cast<int>((rows.end + BM - 1) / BM) - m_first;
   }
   const int total = m_count * a.group;  // (query head, query tile) steps
 

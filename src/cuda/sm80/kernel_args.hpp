@@ -93,10 +93,11 @@ struct BwdArgs : AttnArgs {
   int64_t total_q;
   int64_t row_sb, row_sh;
   // Grid of the main kernel (kernel_traits.hpp bwd_block), set by the
-  // launcher for its tile: key tiles per (sequence, kv head), and the
-  // (sequence, kv head) units per group.
+  // launcher for its tile: key tiles per (sequence, kv head), the
+  // (sequence, kv head) units per group and the groups before the last.
   int n_blocks = 0;
   int group_units = 1;
+  int full_groups = 0;  // groups of group_units before the last, which holds the rest
   int walk = 0;  // BwdWalk: the order of a block's query tiles (kernel_traits.hpp BwdSteps)
   explicit BwdArgs(const BwdParams& p) : AttnArgs(p) {
     o = make_t4(p.out, p.o_str);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/mask.hpp"
+
 namespace flashattn::detail::cuda::sm80 {
 
 // Bytes of a ROWS x COLS 16-bit shared tile (see SmemLayout: 16 B of padding
@@ -66,36 +68,92 @@ struct BwdCfg {
 };
 
 // Blocks of the backward main kernel: one per (key tile n, kv head hk,
-// batch entry b), on a 1-D grid, in groups of G (b, hk) units: block =
-// (g * n_blocks + n) * gs + j for unit u = g * G + j (b = u / heads_kv,
-// hk = u % heads_kv), gs = G but for a last group of fewer units. Within a
+// batch entry b), on a 1-D grid, in groups of (b, hk) units: K groups of G
+// units, then one last group of the other units (units - K * G of them,
+// fewer or more than G). Block = start(g) + n * gs + j for unit u = g * G + j
+// (b = u / heads_kv, hk = u % heads_kv) of group g of gs units. Within a
 // group the grid is key-tile-major: under a causal mask the first key tiles
 // have the most query tiles to visit, so the longest blocks go first and the
-// last wave holds short ones. Across groups it is head-major: the blocks in
-// flight together are a group's, so the Q / dO tiles they read and the fp32
-// dQ rows they add to are G heads' rather than the whole batch's. G = all
-// units is the plain key-tile-major order, G = 1 FlashAttention-2's.
+// group's last wave holds short ones. Across groups it is head-major: the
+// blocks in flight together are a group's, so the Q / dO tiles they read and
+// the fp32 dQ rows they add to are G heads' rather than the whole batch's.
+// G = all units is the plain key-tile-major order, G = 1 FlashAttention-2's.
 constexpr long long bwd_blocks(long long n_blocks, long long heads_kv, long long batch) {
   return n_blocks * heads_kv * batch;
 }
 
-// G for a problem: FLASHATTN_SM80_BWD_ORDER=tile (G = all units), head
-// (G = 1) or, by default, as many units as fit half the L2 with their Q, dO
-// and dQ-accumulator rows (unit_bytes each). Measured on an H100 against
-// the plain key-tile-major order: head dim 256 at 1-2k tokens 1.4-1.6x, head
-// dim 128 at 1k +8%, most cells level, head dim 128 causal 4k 4% slower
-// (bench/NOTES.md, "The sm80 backward's grid in groups of heads").
-inline long long bwd_group_units(long long units, long long unit_bytes, long long l2_bytes) {
-  static const int order = [] {  // 0 auto, 1 tile, 2 head; read once per process
+// The grid order FLASHATTN_SM80_BWD_ORDER picks (read once per process):
+// auto (default) groups of G units that fit half the L2 and a last group
+// large enough to end on short blocks (bwd_full_groups); groups: the same
+// groups with the remainder as the last (the fiftieth session's order);
+// tile: all units in one group; head: groups of one (FlashAttention-2's).
+enum class BwdOrder : int { automatic = 0, groups = 1, tile = 2, head = 3 };
+inline BwdOrder bwd_order() {
+  static const BwdOrder o = [] {
     const char* e = std::getenv("FLASHATTN_SM80_BWD_ORDER");
-    if (e != nullptr && std::strcmp(e, "tile") == 0) return 1;
-    if (e != nullptr && std::strcmp(e, "head") == 0) return 2;
-    return 0;
+    if (e != nullptr && std::strcmp(e, "groups") == 0) return BwdOrder::groups;
+    if (e != nullptr && std::strcmp(e, "tile") == 0) return BwdOrder::tile;
+    if (e != nullptr && std::strcmp(e, "head") == 0) return BwdOrder::head;
+    return BwdOrder::automatic;
   }();
-  if (units <= 1 || order == 1) return units < 1 ? 1 : units;
-  if (order == 2) return 1;
+  return o;
+}
+
+// G for a problem: all units (tile), one (head) or as many units as fit half
+// the L2 with their Q, dO and dQ-accumulator rows (unit_bytes each).
+// Measured on an H100 against the plain key-tile-major order: head dim 256
+// at 1-2k tokens 1.4-1.6x, head dim 128 at 1k +8%, most cells level, head
+// dim 128 causal 4k 4% slower (bench/NOTES.md, "The sm80 backward's grid in
+// groups of heads"; the last group below is for that cell).
+inline long long bwd_group_units(long long units, long long unit_bytes, long long l2_bytes,
+                                 BwdOrder order = bwd_order()) {
+  if (units <= 1 || order == BwdOrder::tile) return units < 1 ? 1 : units;
+  if (order == BwdOrder::head) return 1;
   const long long g = unit_bytes > 0 ? l2_bytes / 2 / unit_bytes : units;
   return g < 1 ? 1 : g > units ? units : g;
+}
+
+// K, the groups of G units before the last group, which takes the rest and
+// at least last_min units. Under a causal or window mask a block's length
+// (its query tiles) depends on its key tile; a grid that ends on a group
+// whose steps per SM slot are fewer than its longest block's leaves most
+// SMs idle while those finish (a list-scheduling model of the H100 put that
+// tail at 4.5-7% of the call at head dims 128 / 256, causal, 1k-4k tokens,
+// where the groups measured up to 4% slower than the whole-batch order).
+// last_min = 0: the remainder of units / G is the last group.
+inline long long bwd_full_groups(long long units, long long G, long long last_min) {
+  if (G < 1) G = 1;
+  long long k = units / G;
+  if (last_min > 0) {
+    const long long k2 = units > last_min ? (units - last_min) / G : 0;
+    k = k2 < k ? k2 : k;
+  }
+  return k;
+}
+
+// A unit's backward steps under a mask: the query tiles (BM rows) its blocks
+// visit, summed over its key tiles (BN keys) and the most one block visits
+// (per query head; the kernel's own count, WindowMask::queries).
+struct BwdUnitSteps {
+  long long total = 0, longest = 0;
+};
+inline BwdUnitSteps bwd_unit_steps(const WindowMask& mask, long long seqlen_q, long long seqlen_k, int BM, int BN) {
+  BwdUnitSteps u;
+  for (long long c0 = 0; c0 < seqlen_k; c0 += BN) {
+    const long long c1 = c0 + BN < seqlen_k ? c0 + BN : seqlen_k;
+    const KeyRange r = mask.queries(c0, c1, seqlen_q);
+    const long long tiles = r.begin < r.end ? (r.end + BM - 1) / BM - r.begin / BM : 0;
+    u.total += tiles;
+    u.longest = tiles > u.longest ? tiles : u.longest;
+  }
+  return u;
+}
+
+// last_min for bwd_full_groups: the units whose steps (unit_steps each) per
+// SM slot (slots: SMs x blocks per SM) reach the longest block's steps.
+inline long long bwd_last_group_min(long long unit_steps, long long longest, long long slots) {
+  if (unit_steps <= 0 || longest <= 0 || slots <= 0) return 0;
+  return (longest * slots + unit_steps - 1) / unit_steps;
 }
 
 // Bytes a (sequence, kv head) unit's steps touch, bwd_group_units' unit_bytes:
@@ -150,18 +208,22 @@ struct BwdSteps {
 };
 
 // (key tile, batch entry, kv head) of backward block `block` (bwd_blocks),
-// for groups of `group_units` units.
+// for full_groups groups of group_units units and a last group of the rest.
 struct BwdBlock {
   int n, b, hk;
 };
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline BwdBlock bwd_block(unsigned block, int group_units, int n_blocks, int heads_kv, int batch) {
+inline BwdBlock bwd_block(unsigned block, int group_units, int full_groups, int n_blocks, int heads_kv,
+                          int batch) {
   const unsigned units = static_cast<unsigned>(heads_kv) * static_cast<unsigned>(batch);
-  const unsigned G = static_cast<unsigned>(group_units), per_group = G * static_cast<unsigned>(n_blocks);
-  const unsigned g = block / per_group, r = block - g * per_group;
-  const unsigned gs = (g + 1) * G > units ? units - g * G : G;  // the last group may hold fewer
+  const unsigned G = static_cast<unsigned>(group_units), K = static_cast<unsigned>(full_groups);
+  const unsigned per_group = G * static_cast<unsigned>(n_blocks);
+  unsigned g = block / per_group;
+  if (g > K) g = K;  // the last group starts at block K * per_group
+  const unsigned r = block - g * per_group;
+  const unsigned gs = g < K ? G : units - K * G;
   const unsigned n = r / gs, u = g * G + (r - n * gs);
   return {static_cast<int>(n), static_cast<int>(u / static_cast<unsigned>(heads_kv)),
           static_cast<int>(u % static_cast<unsigned>(heads_kv))};

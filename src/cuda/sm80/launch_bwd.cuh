@@ -42,7 +42,10 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   int dev = 0, l2 = 0;
   FA_CUDA_TRY(cudaGetDevice(&dev));
   FA_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  args.group_units = static_cast<int>(bwd_group_units(p.heads_kv * p.batch, unit_bytes, l2));
+  const long long units = p.heads_kv * p.batch;
+  const BwdOrder order = bwd_order();
+  const long long G = bwd_group_units(units, unit_bytes, l2, order);
+  args.group_units = static_cast<int>(G);
   args.walk = static_cast<int>(bwd_walk());
   if (blocks > 0x7fffffffLL)
     return Status::Error(ErrorCode::Unsupported, "CUDA backward: batch * heads_kv * ceil(seqlen_k / " +
@@ -52,6 +55,18 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   auto* kernel = bwd_kernel_for<T, D, BIG_SMEM>(p);
   Status s = set_smem(kernel, Cfg::smem());
   if (!s.ok()) return s;
+  // Under a causal / window mask the blocks differ in length: the last group
+  // takes enough units that the grid ends on short blocks (bwd_full_groups;
+  // varlen batches by their longest lengths).
+  long long last_min = 0;
+  if (order == BwdOrder::automatic && G < units && (p.window_left >= 0 || p.window_right >= 0)) {
+    const BwdUnitSteps st = bwd_unit_steps(WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
+    int sms = 0, per_sm = 0;
+    FA_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    FA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::NW * 32, Cfg::smem()));
+    last_min = bwd_last_group_min(st.total, st.longest, static_cast<long long>(sms) * per_sm);
+  }
+  args.full_groups = static_cast<int>(bwd_full_groups(units, G, last_min));
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
   FA_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
