@@ -1,7 +1,7 @@
 // The sm80 forward's plan (src/cuda/sm80/fwd_plan.hpp) is host code: the
 // split-KV counts it picks for decode steps, checked without a GPU; and the
-// backward grid's block order (kernel_traits.hpp bwd_block, bwd_group_units,
-// bwd_full_groups).
+// backward grid's block order (kernel_traits.hpp grid_block, bwd_group_units,
+// grid_full_groups).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -61,7 +61,7 @@ TEST(Sm80Plan, BackwardGridGroupsCoverEveryBlockOnce) {
             std::set<std::tuple<int, int, int>> seen;
             int last_n = -1, last_g = -1;
             for (unsigned blk = 0; blk < unsigned(s8::bwd_blocks(nb, heads, batch)); ++blk) {
-              const s8::BwdBlock x = s8::bwd_block(blk, G, K, nb, heads, batch);
+              const s8::GridBlock x = s8::grid_block(blk, G, K, nb, heads, batch);
               ASSERT_TRUE(x.n >= 0 && x.n < nb && x.b >= 0 && x.b < batch && x.hk >= 0 && x.hk < heads)
                   << "G " << G << " K " << K << " block " << blk;
               ASSERT_TRUE(seen.insert({x.n, x.b, x.hk}).second) << "G " << G << " K " << K << " block " << blk << " twice";
@@ -74,34 +74,41 @@ TEST(Sm80Plan, BackwardGridGroupsCoverEveryBlockOnce) {
           }
 }
 
-// The last group under a mask: enough units that its steps per SM slot
+// The last group under a mask (backward and forward grids): enough units that its steps per SM slot
 // reach its longest block's (the grid then ends on short blocks), never
 // fewer than the remainder of units / G, never more than all units.
-TEST(Sm80Plan, BackwardLastGroupCoversTheLongestBlock) {
+TEST(Sm80Plan, LastGroupCoversTheLongestBlock) {
   namespace fd = flashattn::detail;
   fd::AttnParams p;
   p.seqlen_q = p.seqlen_k = 4096;
   p.window_left = -1, p.window_right = 0;  // causal
   // 64-row query tiles, 128-key tiles: key tile n reaches query tiles 2n .. 63
-  const s8::BwdUnitSteps st = s8::bwd_unit_steps(fd::WindowMask(p), 4096, 4096, 64, 128);
+  const s8::UnitSteps st = s8::bwd_unit_steps(fd::WindowMask(p), 4096, 4096, 64, 128);
   EXPECT_EQ(st.longest, 64);
   EXPECT_EQ(st.total, 64 * 32 - 32 * 31);  // sum of 64 - 2n, n < 32
   // 132 slots: 64 x 132 / 1056 = 8 units; 64 units in groups of 6: 9 groups, then 10
-  EXPECT_EQ(s8::bwd_last_group_min(st.total, st.longest, 132), 8);
-  EXPECT_EQ(s8::bwd_full_groups(64, 6, 8), 9);
-  EXPECT_EQ(s8::bwd_full_groups(64, 6, 0), 10);   // no mask: groups of 6 and a last of 4
-  EXPECT_EQ(s8::bwd_full_groups(64, 6, 64), 0);   // one group of all
-  EXPECT_EQ(s8::bwd_full_groups(64, 6, 100), 0);
-  EXPECT_EQ(s8::bwd_full_groups(64, 64, 8), 0);
-  EXPECT_EQ(s8::bwd_full_groups(64, 1, 8), 56);
+  EXPECT_EQ(s8::grid_last_group_min(st.total, st.longest, 132), 8);
+  EXPECT_EQ(s8::grid_full_groups(64, 6, 8), 9);
+  EXPECT_EQ(s8::grid_full_groups(64, 6, 0), 10);   // no mask: groups of 6 and a last of 4
+  EXPECT_EQ(s8::grid_full_groups(64, 6, 64), 0);   // one group of all
+  EXPECT_EQ(s8::grid_full_groups(64, 6, 100), 0);
+  EXPECT_EQ(s8::grid_full_groups(64, 64, 8), 0);
+  EXPECT_EQ(s8::grid_full_groups(64, 1, 8), 56);
   // No mask: every key tile sees every query tile.
   p.window_right = -1;
-  const s8::BwdUnitSteps full = s8::bwd_unit_steps(fd::WindowMask(p), 4096, 4096, 64, 128);
+  const s8::UnitSteps full = s8::bwd_unit_steps(fd::WindowMask(p), 4096, 4096, 64, 128);
   EXPECT_EQ(full.longest, 64);
   EXPECT_EQ(full.total, 64 * 32);
+  // The forward's units: 128-row query tiles over 64-key tiles, causal 4k:
+  // query tile m sees key tiles 0 .. 2m + 1.
+  p.window_right = 0;
+  const s8::UnitSteps fwd = s8::fwd_unit_steps(fd::WindowMask(p), 4096, 128, 64);
+  EXPECT_EQ(fwd.longest, 64);
+  EXPECT_EQ(fwd.total, 32 * 33);  // sum of 2m + 2, m < 32
+  EXPECT_EQ(s8::l2_group_units(64, 2 << 20, 50ll << 20), 12);  // 2 MiB of K and V each in 25 MiB
   // Rows past the keys' reach (Sq > Sk, causal): the first rows see nothing.
   p.seqlen_q = 300, p.seqlen_k = 100, p.window_right = 0;
-  const s8::BwdUnitSteps tall = s8::bwd_unit_steps(fd::WindowMask(p), 300, 100, 64, 128);
+  const s8::UnitSteps tall = s8::bwd_unit_steps(fd::WindowMask(p), 300, 100, 64, 128);
   EXPECT_EQ(tall.longest, 2);  // rows 200..299 of query tiles 3 and 4
   EXPECT_EQ(tall.total, 2);
 }

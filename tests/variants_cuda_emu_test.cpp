@@ -54,8 +54,8 @@ struct Case {
   float p = 0.f;
   bool det = false;
   int nsplit = 0;  // forward split-KV pieces (0: the heuristic)
-  int group_units = 0;  // the backward grid's (kernel_traits.hpp bwd_block); 0: all units
-  int full_groups = -1;  // groups of group_units before the last (bwd_block); -1: units / group_units
+  int group_units = 0;  // the backward grid's (kernel_traits.hpp grid_block); 0: all units
+  int full_groups = -1;  // groups of group_units before the last (grid_block); -1: units / group_units
   s8::BwdWalk walk = s8::BwdWalk::rotate;  // a backward block's query-tile order (BwdSteps)
   uint64_t seed = 0x0123456789abcdefull, offset = 0x500000003ull;
 };
@@ -297,7 +297,7 @@ TEST(Sm80EmuVariants, AlibiGqaOddLengths) {
   run_case(c, 1);
 }
 
-// The backward grid in groups of (batch, kv head) units (bwd_block): two
+// The backward grid in groups of (batch, kv head) units (grid_block): two
 // batch entries, two kv heads and three key tiles (128, 128, 4), so a wrong
 // (key tile, batch, head) decode writes some block's dK / dV to another's
 // rows: groups of three units (a last group of one; Sm80Plan's

@@ -61,8 +61,8 @@ struct Case {
   bool alibi = false;  // slopes [B, Hq]
   float p = 0.f;       // dropout
   bool det = false;
-  int group_units = 0;  // the backward grid's (kernel_traits.hpp bwd_block); 0: all units
-  int full_groups = -1;  // groups of group_units before the last (bwd_block); -1: units / group_units
+  int group_units = 0;  // the backward grid's (kernel_traits.hpp grid_block); 0: all units
+  int full_groups = -1;  // groups of group_units before the last (grid_block); -1: units / group_units
   s8::BwdWalk walk = s8::BwdWalk::rotate;  // a backward block's query-tile order (BwdSteps)
   uint64_t seed = 0x9e3779b97f4a7c15ull, offset = 0x300000011ull;
 };
@@ -382,7 +382,7 @@ TEST(Sm80EmuVarlenBackward, DeterministicOddHeadDim) {
   run_case(c, 2);
 }
 
-// The backward grid in groups of (sequence, kv head) units (bwd_block) on a
+// The backward grid in groups of (sequence, kv head) units (grid_block) on a
 // varlen batch: 8 units in groups of 3, 3 and 2; the grid covers the longest
 // sequence's key tiles, so blocks past a shorter sequence's keys exit in the
 // middle of a group. (Batch 4 with 2 kv heads: a decode that mixes up the
@@ -398,7 +398,7 @@ TEST(Sm80EmuVarlenBackward, GridInGroupsOfUnits) {
 // FlashAttention-2's walk (BwdSteps, down from each head's last query tile)
 // on the grouped varlen batch above: sequences of 0-3 query tiles, so blocks
 // with one, several and no steps; one group of 3 and a last group of the
-// other 5 units (bwd_full_groups under a mask).
+// other 5 units (grid_full_groups under a mask).
 TEST(Sm80EmuVarlenBackward, WalkDownFromLastTile) {
   Case c = make(DType::F16, {0, 17, 290, 3}, {9, 260, 100, 0}, 4, 2, 64);
   c.causal = true;

@@ -30,10 +30,19 @@ namespace s8 = flashattn::detail::cuda::sm80;
 template <class T, int D>
 static void emu_forward(const fd::FwdParams& p) {
   using Cfg = s8::FwdCfg<D>;
-  const s8::FwdArgs args(p);
+  s8::FwdSeqArgs args{s8::FwdArgs(p)};
   static_assert(Cfg::smem() <= emu::kSmemBytes, "emulated shared memory too small");
-  emu::launch({unsigned((p.seqlen_q + Cfg::BM - 1) / Cfg::BM), unsigned(p.heads_q), unsigned(p.batch)},
-              Cfg::NW * 32, [&] { s8::fwd_kernel_for<T, D>(p, s8::FwdPlan{})(args); });
+  const long long m_blocks = (p.seqlen_q + Cfg::BM - 1) / Cfg::BM, units = p.heads_q * p.batch;
+  // Masked calls in the launcher's block order (launch_fwd.cuh order_masked_grid),
+  // against a 50 MB L2 and 132 SMs of two blocks each.
+  if (s8::fwd_grouped_order() && m_blocks > 1 && units > 1 && (p.window_left >= 0 || p.window_right >= 0)) {
+    const long long G = s8::l2_group_units(units, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), 50 << 20);
+    const s8::UnitSteps st = s8::fwd_unit_steps(fd::WindowMask(p), p.seqlen_q, Cfg::BM, Cfg::BN);
+    args.group_units = static_cast<int>(G);
+    args.full_groups = static_cast<int>(s8::grid_full_groups(units, G, s8::grid_last_group_min(st.total, st.longest, 264)));
+  }
+  emu::launch({unsigned(m_blocks), unsigned(p.heads_q), unsigned(p.batch)}, Cfg::NW * 32,
+              [&] { s8::fwd_kernel_for<T, D>(p, s8::FwdPlan{})(args); });
 }
 
 template <class T, int D>
@@ -57,11 +66,11 @@ static void emu_backward(const fd::BwdParams& p) {
       units, s8::bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T)), 50 << 20);
   long long last_min = 0;
   if (s8::bwd_order() == s8::BwdOrder::automatic && (p.window_left >= 0 || p.window_right >= 0)) {
-    const s8::BwdUnitSteps st = s8::bwd_unit_steps(fd::WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
-    last_min = s8::bwd_last_group_min(st.total, st.longest, 132);
+    const s8::UnitSteps st = s8::bwd_unit_steps(fd::WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
+    last_min = s8::grid_last_group_min(st.total, st.longest, 132);
   }
   args.group_units = static_cast<int>(G);
-  args.full_groups = static_cast<int>(s8::bwd_full_groups(units, G, last_min));
+  args.full_groups = static_cast<int>(s8::grid_full_groups(units, G, last_min));
   const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   auto* kernel = s8::bwd_kernel_for<T, D>(p);  // the launcher's choice
   emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });

@@ -45,6 +45,10 @@ struct VCase {
   // cache_batch_idx over a shuffled cache of B + 2 entries.
   std::vector<int> leftpad = {};
   bool by_idx = false;
+  // The masked prefill's block order (kernel_traits.hpp grid_block): groups of
+  // group_units (batch, head) units, full_groups of them before the last; 0:
+  // each unit's query tiles in turn.
+  int group_units = 0, full_groups = 0;
 };
 
 std::vector<float> randn(size_t n, fa::DType dt, std::mt19937& rng) {
@@ -60,7 +64,7 @@ std::vector<uint16_t> phys(const std::vector<float>& v, fa::DType dt) {
 }
 
 template <class T, int D>
-void run(const fd::FwdParams& p) {
+void run(const fd::FwdParams& p, const VCase& c) {
   if (p.k_new != nullptr) {
     // launch_append's argument block, built the same way.
     s8::AppendArgs a{};
@@ -81,12 +85,13 @@ void run(const fd::FwdParams& p) {
   std::vector<unsigned char> ws(plan.workspace_bytes + 256);
   s8::FwdSeqArgs args(p);
   args.pack = plan.pack, args.nsplit = plan.nsplit, args.max_q = int(p.seqlen_q);
+  args.group_units = c.group_units, args.full_groups = c.full_groups;
   if (plan.nsplit > 1) {
     args.o_accum = reinterpret_cast<float*>(ws.data());
     args.lse_accum = reinterpret_cast<float*>(ws.data() + plan.o_accum_bytes);
   }
-  std::printf("    decode tiles %d, pack %d, nsplit %d, grid %lld x %lld x %lld\n", int(plan.decode), plan.pack, plan.nsplit, (long long)plan.m_blocks,
-              (long long)plan.heads_y, (long long)(p.batch * plan.nsplit));
+  std::printf("    decode tiles %d, pack %d, nsplit %d, grid %lld x %lld x %lld, groups of %d (%d, then the rest)\n", int(plan.decode), plan.pack, plan.nsplit, (long long)plan.m_blocks,
+              (long long)plan.heads_y, (long long)(p.batch * plan.nsplit), c.group_units, c.full_groups);
   const emu::Dim3 grid{unsigned(plan.m_blocks), unsigned(plan.heads_y), unsigned(p.batch * plan.nsplit)};
   if (plan.decode)
     emu::launch(grid, s8::FwdDecodeCfg<D>::NW * 32, [&] { s8::fwd_kernel<T, D, s8::FwdDecodeCfg<D>>(args); });
@@ -185,10 +190,10 @@ bool run_case(const VCase& c, std::mt19937& rng) {
   if (!c.varlen && c.s_new) p.k_new = pkn.data(), p.v_new = pvn.data();
   const bool bf16 = c.dt == fa::DType::BF16;
   switch (c.D) {
-    case 96: bf16 ? run<__nv_bfloat16, 96>(p) : run<__half, 96>(p); break;
-    case 192: bf16 ? run<__nv_bfloat16, 192>(p) : run<__half, 192>(p); break;
-    case 256: bf16 ? run<__nv_bfloat16, 256>(p) : run<__half, 256>(p); break;
-    default: bf16 ? run<__nv_bfloat16, 128>(p) : run<__half, 128>(p); break;
+    case 96: bf16 ? run<__nv_bfloat16, 96>(p, c) : run<__half, 96>(p, c); break;
+    case 192: bf16 ? run<__nv_bfloat16, 192>(p, c) : run<__half, 192>(p, c); break;
+    case 256: bf16 ? run<__nv_bfloat16, 256>(p, c) : run<__half, 256>(p, c); break;
+    default: bf16 ? run<__nv_bfloat16, 128>(p, c) : run<__half, 128>(p, c); break;
   }
 
   bool ok = true;
@@ -244,6 +249,10 @@ int main(int argc, char** argv) {
   const fa::DType hf = fa::DType::F16, bf = fa::DType::BF16;
   const std::vector<VCase> cases = {
       {"varlen causal gqa", hf, {5, 0, 70}, {9, 3, 130}, true, 4, 2, 128, true, 0, 0, 0, 1},
+      // Masked prefill in groups (grid_block): 3 query tiles x 12 (sequence, head)
+      // units in a group of 5 and a last group of 7; blocks of the empty and the
+      // short sequences exit.
+      {"varlen causal gqa grouped grid", bf, {5, 0, 300}, {9, 3, 290}, true, 4, 2, 128, true, 0, 0, 0, 1, {}, false, 5, 1},
       {"varlen split 3", bf, {1, 33}, {200, 0}, true, 2, 1, 128, false, 0, 0, 0, 3},
       {"kvcache paged 48 pack8 split4 append", hf, {1}, {100, 7}, false, 8, 1, 128, false, 1, 160, 48, 4},
       {"kvcache paged 16 causal sq3 append", bf, {3}, {40, 0}, false, 4, 2, 128, true, 2, 64, 16, 0},

@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(BwdCfg<D, BIG_SMEM>::NW * 32) bwd_kernel(const
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const BwdBlock blk = bwd_block(blockIdx.x, a.group_units, a.full_groups, a.n_blocks, a.heads_kv, a.batch);
+  const GridBlock blk = grid_block(blockIdx.x, a.group_units, a.full_groups, a.n_blocks, a.heads_kv, a.batch);
   const int hk = blk.hk, b = blk.b, n_block = blk.n;
   constexpr bool kSeq = SEQ || VAR;
   const BwdSeq seq = bwd_seq<kSeq>(a, b);

@@ -27,6 +27,10 @@ struct FwdSeqArgs : FwdArgs {
   int max_q = 0;      // rows per (batch, head) of the split workspace
   float* o_accum = nullptr;    // [nsplit, B, Hq, max_q, d] fp32 (nsplit > 1)
   float* lse_accum = nullptr;  // [nsplit, B, Hq, max_q]
+  // Block order (kernel_traits.hpp grid_block over the 3-D grid's linear
+  // index): 0 = each (batch, head) unit's query tiles in turn; else units in
+  // groups of group_units, full_groups of them before the last.
+  int group_units = 0, full_groups = 0;
 
   // A padded batch without features (what sm80_emu_check builds).
   FwdSeqArgs(const FwdArgs& a) : FwdArgs(a) {  // NOLINT: implicit on purpose

@@ -117,10 +117,17 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
   T* sV = sK + LK::kSize;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  // Heaviest (causal: last) query blocks first.
-  const int m_block = gridDim.x - 1 - blockIdx.x, hy = blockIdx.y;
+  // Heaviest (causal: last) query blocks first: within each (batch, head)
+  // unit (x of the 3-D grid), or within each group of units (masked calls,
+  // kernel_traits.hpp fwd_grouped_order).
+  int m_block = gridDim.x - 1 - blockIdx.x, hy = blockIdx.y, bz = blockIdx.z;
+  if (a.group_units > 0) {
+    const GridBlock gb = grid_block(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), a.group_units,
+                                    a.full_groups, gridDim.x, gridDim.y, gridDim.z);
+    m_block = gridDim.x - 1 - gb.n, hy = gb.hk, bz = gb.b;
+  }
   const int nsplit = PLAIN ? 1 : a.nsplit;
-  const int b = blockIdx.z / nsplit, split = blockIdx.z % nsplit;
+  const int b = bz / nsplit, split = bz % nsplit;
   const int pack = PLAIN ? 1 : a.pack;
   // hy is the query head, or the KV head when the group is packed into rows.
   const int hk = pack > 1 ? hy : hy / a.group;

@@ -92,7 +92,7 @@ struct BwdArgs : AttnArgs {
   const int32_t* cu_k;
   int64_t total_q;
   int64_t row_sb, row_sh;
-  // Grid of the main kernel (kernel_traits.hpp bwd_block), set by the
+  // Grid of the main kernel (kernel_traits.hpp grid_block), set by the
   // launcher for its tile: key tiles per (sequence, kv head), the
   // (sequence, kv head) units per group and the groups before the last.
   int n_blocks = 0;

@@ -84,7 +84,7 @@ constexpr long long bwd_blocks(long long n_blocks, long long heads_kv, long long
 
 // The grid order FLASHATTN_SM80_BWD_ORDER picks (read once per process):
 // auto (default) groups of G units that fit half the L2 and a last group
-// large enough to end on short blocks (bwd_full_groups); groups: the same
+// large enough to end on short blocks (grid_full_groups); groups: the same
 // groups with the remainder as the last (the fiftieth session's order);
 // tile: all units in one group; head: groups of one (FlashAttention-2's).
 enum class BwdOrder : int { automatic = 0, groups = 1, tile = 2, head = 3 };
@@ -99,6 +99,28 @@ inline BwdOrder bwd_order() {
   return o;
 }
 
+// As many units (unit_bytes each) as fit half the L2, at least one, at most
+// all (grid_block's groups, forward and backward).
+inline long long l2_group_units(long long units, long long unit_bytes, long long l2_bytes) {
+  const long long g = unit_bytes > 0 ? l2_bytes / 2 / unit_bytes : units;
+  return g < 1 ? 1 : g > units ? units : g;
+}
+
+// The sm80 forward's block order under a causal / window mask,
+// FLASHATTN_SM80_FWD_ORDER (read once per process): auto (default) in groups
+// of (batch, head) units that fit half the L2 with their K and V rows,
+// longest query tiles first within a group, and a last group large enough to
+// end on short blocks (grid_block, grid_full_groups); head: each unit's query
+// tiles in turn, longest first (the order before the fifty-first session,
+// FlashAttention-2's but for the direction). Unmasked calls keep the head order.
+inline bool fwd_grouped_order() {
+  static const bool g = [] {
+    const char* e = std::getenv("FLASHATTN_SM80_FWD_ORDER");
+    return !(e != nullptr && std::strcmp(e, "head") == 0);
+  }();
+  return g;
+}
+
 // G for a problem: all units (tile), one (head) or as many units as fit half
 // the L2 with their Q, dO and dQ-accumulator rows (unit_bytes each).
 // Measured on an H100 against the plain key-tile-major order: head dim 256
@@ -109,8 +131,7 @@ inline long long bwd_group_units(long long units, long long unit_bytes, long lon
                                  BwdOrder order = bwd_order()) {
   if (units <= 1 || order == BwdOrder::tile) return units < 1 ? 1 : units;
   if (order == BwdOrder::head) return 1;
-  const long long g = unit_bytes > 0 ? l2_bytes / 2 / unit_bytes : units;
-  return g < 1 ? 1 : g > units ? units : g;
+  return l2_group_units(units, unit_bytes, l2_bytes);
 }
 
 // K, the groups of G units before the last group, which takes the rest and
@@ -121,7 +142,7 @@ inline long long bwd_group_units(long long units, long long unit_bytes, long lon
 // tail at 4.5-7% of the call at head dims 128 / 256, causal, 1k-4k tokens,
 // where the groups measured up to 4% slower than the whole-batch order).
 // last_min = 0: the remainder of units / G is the last group.
-inline long long bwd_full_groups(long long units, long long G, long long last_min) {
+inline long long grid_full_groups(long long units, long long G, long long last_min) {
   if (G < 1) G = 1;
   long long k = units / G;
   if (last_min > 0) {
@@ -131,14 +152,15 @@ inline long long bwd_full_groups(long long units, long long G, long long last_mi
   return k;
 }
 
-// A unit's backward steps under a mask: the query tiles (BM rows) its blocks
-// visit, summed over its key tiles (BN keys) and the most one block visits
-// (per query head; the kernel's own count, WindowMask::queries).
-struct BwdUnitSteps {
+// A unit's steps under a mask, summed over its blocks, and the most one block
+// takes (grid_last_group_min's inputs).
+struct UnitSteps {
   long long total = 0, longest = 0;
 };
-inline BwdUnitSteps bwd_unit_steps(const WindowMask& mask, long long seqlen_q, long long seqlen_k, int BM, int BN) {
-  BwdUnitSteps u;
+// Backward: a block per key tile (BN keys), a step per query tile (BM rows)
+// it visits (per query head; the kernel's own count, WindowMask::queries).
+inline UnitSteps bwd_unit_steps(const WindowMask& mask, long long seqlen_q, long long seqlen_k, int BM, int BN) {
+  UnitSteps u;
   for (long long c0 = 0; c0 < seqlen_k; c0 += BN) {
     const long long c1 = c0 + BN < seqlen_k ? c0 + BN : seqlen_k;
     const KeyRange r = mask.queries(c0, c1, seqlen_q);
@@ -149,9 +171,23 @@ inline BwdUnitSteps bwd_unit_steps(const WindowMask& mask, long long seqlen_q, l
   return u;
 }
 
-// last_min for bwd_full_groups: the units whose steps (unit_steps each) per
+// Forward: a block per query tile (BM rows), a step per key tile (BN keys)
+// its rows see (WindowMask::keys over the tile's rows, as the kernel skips).
+inline UnitSteps fwd_unit_steps(const WindowMask& mask, long long seqlen_q, int BM, int BN) {
+  UnitSteps u;
+  for (long long r0 = 0; r0 < seqlen_q; r0 += BM) {
+    const long long r1 = r0 + BM < seqlen_q ? r0 + BM : seqlen_q;
+    const KeyRange k = mask.keys(r0, r1);
+    const long long tiles = k.begin < k.end ? (k.end + BN - 1) / BN - k.begin / BN : 0;
+    u.total += tiles;
+    u.longest = tiles > u.longest ? tiles : u.longest;
+  }
+  return u;
+}
+
+// last_min for grid_full_groups: the units whose steps (unit_steps each) per
 // SM slot (slots: SMs x blocks per SM) reach the longest block's steps.
-inline long long bwd_last_group_min(long long unit_steps, long long longest, long long slots) {
+inline long long grid_last_group_min(long long unit_steps, long long longest, long long slots) {
   if (unit_steps <= 0 || longest <= 0 || slots <= 0) return 0;
   return (longest * slots + unit_steps - 1) / unit_steps;
 }
@@ -207,16 +243,19 @@ struct BwdSteps {
   }
 };
 
-// (key tile, batch entry, kv head) of backward block `block` (bwd_blocks),
-// for full_groups groups of group_units units and a last group of the rest.
-struct BwdBlock {
+// (tile n, batch entry b, head hk) of block `block` of a 1-D grid over
+// n_blocks tiles of heads_kv x batch units (bwd_blocks): full_groups groups
+// of group_units units, then a last group of the rest, tile-major within a
+// group (the layout above; the sm80 forward's masked calls use it too, with
+// query tiles for n, fwd_kernel.cuh).
+struct GridBlock {
   int n, b, hk;
 };
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline BwdBlock bwd_block(unsigned block, int group_units, int full_groups, int n_blocks, int heads_kv,
-                          int batch) {
+inline GridBlock grid_block(unsigned block, int group_units, int full_groups, int n_blocks, int heads_kv,
+                            int batch) {
   const unsigned units = static_cast<unsigned>(heads_kv) * static_cast<unsigned>(batch);
   const unsigned G = static_cast<unsigned>(group_units), K = static_cast<unsigned>(full_groups);
   const unsigned per_group = G * static_cast<unsigned>(n_blocks);

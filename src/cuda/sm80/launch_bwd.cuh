@@ -56,17 +56,17 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   Status s = set_smem(kernel, Cfg::smem());
   if (!s.ok()) return s;
   // Under a causal / window mask the blocks differ in length: the last group
-  // takes enough units that the grid ends on short blocks (bwd_full_groups;
+  // takes enough units that the grid ends on short blocks (grid_full_groups;
   // varlen batches by their longest lengths).
   long long last_min = 0;
   if (order == BwdOrder::automatic && G < units && (p.window_left >= 0 || p.window_right >= 0)) {
-    const BwdUnitSteps st = bwd_unit_steps(WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
+    const UnitSteps st = bwd_unit_steps(WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
     int sms = 0, per_sm = 0;
     FA_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     FA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::NW * 32, Cfg::smem()));
-    last_min = bwd_last_group_min(st.total, st.longest, static_cast<long long>(sms) * per_sm);
+    last_min = grid_last_group_min(st.total, st.longest, static_cast<long long>(sms) * per_sm);
   }
-  args.full_groups = static_cast<int>(bwd_full_groups(units, G, last_min));
+  args.full_groups = static_cast<int>(grid_full_groups(units, G, last_min));
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
   FA_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
