@@ -10,7 +10,8 @@
 #   (3) sm80 backward, head dims 128 / 256: A = defaults; G = FLASHATTN_SM80_BWD_ORDER=groups
 #       (the fiftieth session's grid); L = FLASHATTN_SM80_BWD_WALK=last (FA2's walk); A G L L G A
 #       while time is left;
-#   H200 only: (4) bench_fp8.py (issue 9's fp8 / bf16 ratio, the forty-sixth session's change).
+#   H200 only, after (1): bench_fp8.py on the Hopper kernels (issue 9's fp8 / bf16 ratio with the
+#       forty-sixth session's change).
 set -uo pipefail
 L=$OUT/logs; mkdir -p $L
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv > $L/gpu.txt; cat $L/gpu.txt
@@ -23,6 +24,10 @@ t0=$SECONDS
 F='*Backward*:*Determinism*:*VarlenIsolation*:*OddHeadDim*:*HeadDimLimits*:*HeadDimV*:*Causal*:*Window*'
 timeout 150 /tmp/gt --gtest_filter="$F" --gtest_brief=1 > $L/tests-default.log 2>&1
 echo "tests rc=$? t=$((SECONDS-t0))"; tail -3 $L/tests-default.log; grep -E '^\[  FAILED' $L/tests-default.log | head
+case "$name" in *H200*)
+  env -u FLASHATTN_DISABLE_SM90 timeout 80 python3 bench/gpu/bench_fp8.py $L/fp8-r0.csv > $L/fp8-r0.log 2>&1
+  echo "fp8 rc=$? t=$((SECONDS-t0))"; grep -h ',16384,' $L/fp8-r0.csv | grep -v sdpa ;;
+esac
 n=0
 for o in A H H A; do
   n=$((n+1))
@@ -40,11 +45,4 @@ for o in A G L L G A; do
   timeout 50 python3 bench/gpu/bench_peers.py $L/p$n-$o.csv --passes bwd --hdims 128,256 --seqlens 1024,2048,4096,16384 --impls flashattn,sdpa_flash > $L/p$n-$o.log 2>&1
   echo "sm80 bwd $n $o rc=$? t=$((SECONDS-t0))"
 done
-unset FLASHATTN_SM80_BWD_ORDER FLASHATTN_SM80_BWD_WALK FLASHATTN_DISABLE_SM90
-case "$name" in *H200*)
-  if [ $((SECONDS - t0)) -lt $((LIMIT + 20)) ]; then
-    timeout 80 python3 bench/gpu/bench_fp8.py $L/fp8-r0.csv > $L/fp8-r0.log 2>&1
-    echo "fp8 rc=$? t=$((SECONDS-t0))"; grep -h ',16384,' $L/fp8-r0.csv | grep -v sdpa
-  fi ;;
-esac
 cd $OUT && tar czf logs.tgz logs && rm -rf logs

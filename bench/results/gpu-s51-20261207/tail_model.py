@@ -5,7 +5,7 @@ tile reaches; every step the same time). For DESIGN.md's grid (batch = 16384 / s
 slots (an H100 / H200, one block per SM), it prints each grid order's makespan over the plain
 key-tile-major order's: groups = groups of G units that fit half the L2, the remainder last (the
 fiftieth session's order); auto = the same with a last group of at least
-kernel_traits.hpp bwd_last_group_min units (this session's). The model has no memory: it says
+kernel_traits.hpp grid_last_group_min units (this session's). The model has no memory: it says
 what the order costs in idle SMs at the end, not what the groups save in L2 misses.
     python3 tail_model.py"""
 import heapq
@@ -29,9 +29,9 @@ def orders(hd, seqlen, causal, slots=132, l2=50 << 20):
         return mq - (n * bn) // bm if causal else mq
 
     per_unit, longest = sum(steps(n) for n in range(nb)), steps(0)
-    last_min = -(-longest * slots // per_unit) if causal else 0  # bwd_last_group_min
+    last_min = -(-longest * slots // per_unit) if causal else 0  # grid_last_group_min
     k_groups = units // G
-    k_auto = min(k_groups, (units - last_min) // G if units > last_min else 0)  # bwd_full_groups
+    k_auto = min(k_groups, (units - last_min) // G if units > last_min else 0)  # grid_full_groups
 
     def grouped(k):
         out, u = [], 0
