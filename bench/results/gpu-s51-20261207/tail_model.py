@@ -50,3 +50,26 @@ for hd in (64, 128, 256):
         for causal in (0, 1):
             G, last, g, a = orders(hd, seqlen, causal)
             print(f"{hd} {seqlen} {causal} | {G} | {last} | {g:.3f} | {a:.3f}")
+
+
+def forward(hd, seqlen, slots, l2=50 << 20):
+    """The sm80 forward's masked grid: a block per 128-row query tile, a step per 64-key tile its
+    rows see (causal: tile m takes 2m + 2); head order (each unit's tiles in turn, longest first:
+    the order before this session) against groups of units whose K / V fit half the L2 with a
+    last group of at least grid_last_group_min units (fwd_grouped_order)."""
+    units, nm = (16384 // seqlen) * (2048 // hd), seqlen // 128
+    G = max(1, min(units, (l2 // 2) // (2 * seqlen * hd * 2)))
+    steps = [2 * m + 2 for m in range(nm)]
+    last_min = -(-max(steps) * slots // sum(steps))
+    k = min(units // G, (units - last_min) // G if units > last_min else 0)
+    head = [s for _ in range(units) for s in reversed(steps)]
+    grouped = [s for g in range(k) for s in reversed(steps) for _ in range(G)]
+    grouped += [s for s in reversed(steps) for _ in range(units - k * G)]
+    return G, units - k * G, makespan(grouped, slots) / makespan(head, slots)
+
+
+print("\nforward, causal: hdim seqlen | slots | G | last group | groups / head order")
+for hd, slots in ((64, 264), (128, 264), (256, 132)):  # two blocks per SM at 64 / 128, one at 256
+    for seqlen in (1024, 2048, 4096, 16384):
+        G, last, r = forward(hd, seqlen, slots)
+        print(f"{hd} {seqlen} | {slots} | {G} | {last} | {r:.3f}")
