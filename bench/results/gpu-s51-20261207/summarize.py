@@ -1,16 +1,19 @@
-"""Medians of flashattn / FA2 (TFLOP/s ratio within each process) per library label, from the
-bench_peers CSVs p<n>-<label>.csv of one folder, and the second label's ratio over the first's:
-python3 summarize.py <folder> R Z"""
+"""Medians of flashattn / FA2 (TFLOP/s ratio within each process) per setting, from the
+bench_peers CSVs <prefix><n>-<label>.csv of one folder, and the second label's ratio over the
+first's: python3 summarize.py <folder> f A H (forward: groups, head order);
+python3 summarize.py <folder> b A G (backward: default, the fiftieth session's groups)"""
 import collections
 import csv
 import glob
 import statistics as st
 import sys
 
-folder, labels = sys.argv[1], sys.argv[2:]
+folder, prefix, labels = sys.argv[1], sys.argv[2], sys.argv[3:]
 d = collections.defaultdict(list)
-for f in sorted(glob.glob(folder + "/p*-*.csv")):
+for f in sorted(glob.glob(f"{folder}/{prefix}[0-9]*-*.csv")):
     label = f.rsplit("-", 1)[1][:-4]
+    if label not in labels:
+        continue
     rows = list(csv.DictReader(l for l in open(f) if not l.startswith("#")))
     fa2 = {(x["hdim"], x["causal"], x["seqlen"]): float(x["tflops"]) for x in rows if x["impl"] == "sdpa_flash"}
     for x in rows:
