@@ -1,5 +1,5 @@
 // Per-device properties the host side asks on every call (compute capability,
-// opt-in shared memory, SM count, memory-pool support), queried once per
+// opt-in shared memory, SM count, L2 size, memory-pool support), queried once per
 // device and process and then read without CUDA calls (issue 8: a batch-1
 // decode call is host-bound; each cudaDeviceGetAttribute / cudaGetDeviceCount
 // is a driver round trip). Thread-safe: the first caller for a device fills
@@ -19,6 +19,7 @@ struct DeviceInfo {
   int major = 0, minor = 0;
   int smem_optin = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
   int sm_count = 0;
+  int l2_bytes = 0;        // cudaDevAttrL2CacheSize (the sm80 grids' groups)
   bool mem_pools = false;  // cudaDevAttrMemoryPoolsSupported
 };
 
@@ -59,6 +60,7 @@ inline const DeviceInfo* device_info(int device, cudaError_t* err) {
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device);
   if (e != cudaSuccess) {
     *err = e;

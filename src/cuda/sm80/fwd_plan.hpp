@@ -94,6 +94,20 @@ inline int sm_count(int device) {
   return n > 0 ? n : 1;
 }
 
+// SM slots of a grid of `kernel`: SMs x its blocks per SM at threads and
+// smem; one block per SM where the occupancy query fails (the slots only size
+// the grids' last group, grid_full_groups: the order, never the results).
+template <class K>
+long long grid_slots(K* kernel, int threads, size_t smem, const DeviceInfo& dev) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(kernel), threads, smem) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
+  return static_cast<long long>(dev.sm_count > 0 ? dev.sm_count : 1) * (per_sm > 0 ? per_sm : 1);
+}
+
 inline FwdPlan fwd_plan(const FwdParams& p, int num_sms, int bm, int bn) {
   FwdPlan f;
   const int64_t g = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;

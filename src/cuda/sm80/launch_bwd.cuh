@@ -18,6 +18,7 @@
 #include "sm80/bwd_kernel.cuh"
 #include "sm80/bwd_postprocess.cuh"
 #include "sm80/bwd_preprocess.cuh"
+#include "sm80/fwd_plan.hpp"
 #include "sm80/launch.hpp"
 
 namespace flashattn::detail::cuda::sm80 {
@@ -39,12 +40,10 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   // and add to their fp32 dQ rows; the grid keeps the units in flight
   // together to about half the L2 (kernel_traits.hpp bwd_group_units).
   const long long unit_bytes = bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T));
-  int dev = 0, l2 = 0;
-  FA_CUDA_TRY(cudaGetDevice(&dev));
-  FA_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  const DeviceInfo dev = device_info_or_zero(p.device_index);
   const long long units = p.heads_kv * p.batch;
   const BwdOrder order = bwd_order();
-  const long long G = bwd_group_units(units, unit_bytes, l2, order);
+  const long long G = bwd_group_units(units, unit_bytes, dev.l2_bytes, order);
   args.group_units = static_cast<int>(G);
   args.walk = static_cast<int>(bwd_walk());
   if (blocks > 0x7fffffffLL)
@@ -61,10 +60,7 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   long long last_min = 0;
   if (order == BwdOrder::automatic && G < units && (p.window_left >= 0 || p.window_right >= 0)) {
     const UnitSteps st = bwd_unit_steps(WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
-    int sms = 0, per_sm = 0;
-    FA_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    FA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::NW * 32, Cfg::smem()));
-    last_min = grid_last_group_min(st.total, st.longest, static_cast<long long>(sms) * per_sm);
+    last_min = grid_last_group_min(st.total, st.longest, grid_slots(kernel, Cfg::NW * 32, Cfg::smem(), dev));
   }
   args.full_groups = static_cast<int>(grid_full_groups(units, G, last_min));
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);

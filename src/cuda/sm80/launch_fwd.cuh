@@ -28,16 +28,12 @@ Status order_masked_grid(const FwdParams& p, const FwdPlan& plan, K* kernel, int
   if (!fwd_grouped_order() || plan.decode || plan.pack != 1 || plan.nsplit != 1 || plan.m_blocks < 2 ||
       units < 2 || (p.window_left < 0 && p.window_right < 0))
     return Status::Ok();
-  int dev = 0, l2 = 0, sms = 0, per_sm = 0;
-  FA_CUDA_TRY(cudaGetDevice(&dev));
-  FA_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  FA_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  FA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-  const long long G = l2_group_units(units, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), l2);
+  const DeviceInfo dev = device_info_or_zero(p.device_index);
+  const long long G = l2_group_units(units, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), dev.l2_bytes);
   const UnitSteps st = fwd_unit_steps(WindowMask(p), p.seqlen_q, Cfg::BM, Cfg::BN);
   args.group_units = static_cast<int>(G);
   args.full_groups = static_cast<int>(
-      grid_full_groups(units, G, grid_last_group_min(st.total, st.longest, static_cast<long long>(sms) * per_sm)));
+      grid_full_groups(units, G, grid_last_group_min(st.total, st.longest, grid_slots(kernel, threads, smem, dev))));
   return Status::Ok();
 }
 
