@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fifty-first session, one short call on whichever card comes (run from the repository root,
 # $OUT set; logs.tgz comes back; LIMIT = seconds of work to start). Carried:
-# build-lead/s51/lib-s51.xz and gpu-tests.xz (build-full at c31b80c: the sm80 backward's last
+# build-lead/s51/lib-s51.xz and gpu-tests.xz (build-full at HEAD of the session: the sm80 backward's last
 # group sized by the mask and its walk switch, the sm80 forward's masked calls in groups; sm90a
 # kernels as 8afd029).
 #   (1) GPU tests on the sm80 path (FLASHATTN_DISABLE_SM90=1) with the defaults: backward,
