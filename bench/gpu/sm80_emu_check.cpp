@@ -33,8 +33,8 @@ static void emu_forward(const fd::FwdParams& p) {
   s8::FwdSeqArgs args{s8::FwdArgs(p)};
   static_assert(Cfg::smem() <= emu::kSmemBytes, "emulated shared memory too small");
   const long long m_blocks = (p.seqlen_q + Cfg::BM - 1) / Cfg::BM, units = p.heads_q * p.batch;
-  // Masked calls in the launcher's block order (launch_fwd.cuh order_masked_grid),
-  // against a 50 MB L2 and 132 SMs of two blocks each.
+  // Masked calls in the launcher's block order (launch_fwd.cuh order_masked_grid;
+  // FLASHATTN_SM80_FWD_ORDER=groups), against a 50 MB L2 and 132 SMs of two blocks each.
   if (s8::fwd_grouped_order() && m_blocks > 1 && units > 1 && (p.window_left >= 0 || p.window_right >= 0)) {
     const long long G = s8::l2_group_units(units, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), 50 << 20);
     const s8::UnitSteps st = s8::fwd_unit_steps(fd::WindowMask(p), p.seqlen_q, Cfg::BM, Cfg::BN);

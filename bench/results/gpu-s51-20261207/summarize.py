@@ -1,7 +1,7 @@
 """Medians of flashattn / FA2 (TFLOP/s ratio within each process) per setting, from the
 bench_peers CSVs <prefix><n>-<label>.csv of one folder, and the second label's ratio over the
-first's: python3 summarize.py <folder> f A H (forward: groups, head order);
-python3 summarize.py <folder> b A G (backward: default, the fiftieth session's groups)"""
+first's: python3 summarize.py <folder> f H G (forward: head order, groups);
+python3 summarize.py <folder> b G A (backward: the fiftieth session's groups, the default)"""
 import collections
 import csv
 import glob

@@ -14,12 +14,12 @@
 
 namespace flashattn::detail::cuda::sm80 {
 
-// Masked prefill (causal / window; not packed, split or decode): the blocks
-// in groups of (batch, head) units that fit half the L2 with their K and V
-// rows, longest query tiles first within a group, and a last group large
-// enough that the grid ends on short blocks (kernel_traits.hpp
-// fwd_grouped_order, grid_block, grid_full_groups). Varlen batches by their
-// longest lengths. Else args keep the head order.
+// Masked prefill (causal / window; not packed, split or decode) with
+// FLASHATTN_SM80_FWD_ORDER=groups: the blocks in groups of (batch, head) units
+// that fit half the L2 with their K and V rows, longest query tiles first
+// within a group, and a last group large enough that the grid ends on short
+// blocks (kernel_traits.hpp fwd_grouped_order, grid_block, grid_full_groups).
+// Varlen batches by their longest lengths. Else args keep the head order.
 template <class T, int D, class K>
 Status order_masked_grid(const FwdParams& p, const FwdPlan& plan, K* kernel, int threads, size_t smem,
                          FwdSeqArgs& args) {
