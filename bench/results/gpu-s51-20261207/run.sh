@@ -10,8 +10,9 @@
 #       forty-sixth session's change);
 #   (2) alternating, causal only, SDPA's FA2 in every process, while time is left:
 #       forward head dims 64 / 128 / 256, fG = FLASHATTN_SM80_FWD_ORDER=groups against fH = the
-#       default (head order); backward head dims 128 / 256, bA =
-#       default against bG = FLASHATTN_SM80_BWD_ORDER=groups (the fiftieth session's grid).
+#       default (head order); backward head dims 128 / 256, bA = default against bG =
+#       FLASHATTN_SM80_BWD_ORDER=groups (the fiftieth session's grid) and bL =
+#       FLASHATTN_SM80_BWD_WALK=last (FlashAttention-2's walk over a block's query tiles).
 set -uo pipefail
 L=$OUT/logs; mkdir -p $L
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv > $L/gpu.txt; cat $L/gpu.txt
@@ -29,11 +30,11 @@ case "$name" in *H200*)
 esac
 export FLASHATTN_DISABLE_SM90=1
 n=0
-for o in fG fH bA bG fH fG bG bA fG fH bA bG; do
+for o in fG fH bA bG bL fH fG bL bG bA fG fH bA bG bL; do
   n=$((n+1))
   [ $((SECONDS - t0)) -lt $LIMIT ] || break
-  unset FLASHATTN_SM80_FWD_ORDER FLASHATTN_SM80_BWD_ORDER
-  case $o in fG) export FLASHATTN_SM80_FWD_ORDER=groups ;; bG) export FLASHATTN_SM80_BWD_ORDER=groups ;; esac
+  unset FLASHATTN_SM80_FWD_ORDER FLASHATTN_SM80_BWD_ORDER FLASHATTN_SM80_BWD_WALK
+  case $o in fG) export FLASHATTN_SM80_FWD_ORDER=groups ;; bG) export FLASHATTN_SM80_BWD_ORDER=groups ;; bL) export FLASHATTN_SM80_BWD_WALK=last ;; esac
   case $o in
   f*) timeout 40 python3 bench/gpu/bench_peers.py $L/f$n-${o#f}.csv --passes fwd --causal 1 --hdims 64,128,256 --seqlens 1024,2048,4096,16384 --impls flashattn,sdpa_flash > $L/f$n-${o#f}.log 2>&1 ;;
   b*) timeout 40 python3 bench/gpu/bench_peers.py $L/b$n-${o#b}.csv --passes bwd --causal 1 --hdims 128,256 --seqlens 1024,2048,4096 --impls flashattn,sdpa_flash > $L/b$n-${o#b}.log 2>&1 ;;
