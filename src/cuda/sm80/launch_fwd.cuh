@@ -20,21 +20,21 @@ namespace flashattn::detail::cuda::sm80 {
 // within a group, and a last group large enough that the grid ends on short
 // blocks (kernel_traits.hpp fwd_grouped_order, grid_block, grid_full_groups).
 // Varlen batches by their longest lengths. Else args keep the head order.
+// Never fails: a device query that fails only changes the order (grid_slots).
 template <class T, int D, class K>
-Status order_masked_grid(const FwdParams& p, const FwdPlan& plan, K* kernel, int threads, size_t smem,
+void order_masked_grid(const FwdParams& p, const FwdPlan& plan, K* kernel, int threads, size_t smem,
                          FwdSeqArgs& args) {
   using Cfg = FwdCfg<D>;
   const long long units = static_cast<long long>(plan.heads_y) * p.batch;
   if (!fwd_grouped_order() || plan.decode || plan.pack != 1 || plan.nsplit != 1 || plan.m_blocks < 2 ||
       units < 2 || (p.window_left < 0 && p.window_right < 0))
-    return Status::Ok();
+    return;
   const DeviceInfo dev = device_info_or_zero(p.device_index);
   const long long G = l2_group_units(units, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), dev.l2_bytes);
   const UnitSteps st = fwd_unit_steps(WindowMask(p), p.seqlen_q, Cfg::BM, Cfg::BN);
   args.group_units = static_cast<int>(G);
   args.full_groups = static_cast<int>(
       grid_full_groups(units, G, grid_last_group_min(st.total, st.longest, grid_slots(kernel, threads, smem, dev))));
-  return Status::Ok();
 }
 
 template <int E, int D>
@@ -74,7 +74,7 @@ Status run_fwd(const FwdParams& p, void* workspace) {
     auto* kernel = fwd_kernel_for<T, D>(p, plan);
     constexpr size_t smem = Cfg::smem();
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    if (Status s = order_masked_grid<T, D>(p, plan, kernel, Cfg::NW * 32, smem, args); !s.ok()) return s;
+    order_masked_grid<T, D>(p, plan, kernel, Cfg::NW * 32, smem, args);
     kernel<<<grid, Cfg::NW * 32, smem, stream>>>(args);
   } else if (plan.decode) {
     using Dc = FwdDecodeCfg<D>;
@@ -85,7 +85,7 @@ Status run_fwd(const FwdParams& p, void* workspace) {
     auto* kernel = fwd_kernel_for<T, D>(p, plan);
     constexpr size_t smem = Cfg::smem();
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    if (Status s = order_masked_grid<T, D>(p, plan, kernel, Cfg::NW * 32, smem, args); !s.ok()) return s;
+    order_masked_grid<T, D>(p, plan, kernel, Cfg::NW * 32, smem, args);
     kernel<<<grid, Cfg::NW * 32, smem, stream>>>(args);
   }
   FA_CUDA_TRY(cudaGetLastError());
