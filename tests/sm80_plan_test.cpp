@@ -113,6 +113,40 @@ TEST(Sm80Plan, LastGroupCoversTheLongestBlock) {
   EXPECT_EQ(tall.total, 2);
 }
 
+// The launchers' group computation (fwd_grid_groups, bwd_grid_groups): the
+// slot count is asked for only where a mask sizes the last group.
+TEST(Sm80Plan, GridGroupsAskForSlotsOnlyUnderAMask) {
+  namespace fd = flashattn::detail;
+  fd::AttnParams p;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.window_left = -1, p.window_right = 0;  // causal
+  int asked = 0;
+  const auto slots = [&] { return ++asked, 132LL; };
+  // Backward, 64 units of 4 MiB (Q, dO, dQ rows) in a 50 MB L2: groups of 6,
+  // the last of at least 8 units (LastGroupCoversTheLongestBlock): 9 full groups.
+  const long long unit = s8::bwd_unit_bytes(1, 4096, 128, 2);
+  s8::GridGroups g = s8::bwd_grid_groups(fd::WindowMask(p), 64, 4096, unit, 50ll << 20,
+                                         s8::BwdOrder::automatic, 64, 128, slots);
+  EXPECT_EQ(g.group_units, 6);
+  EXPECT_EQ(g.full_groups, 9);
+  EXPECT_EQ(asked, 1);
+  g = s8::bwd_grid_groups(fd::WindowMask(p), 64, 4096, unit, 50ll << 20, s8::BwdOrder::groups, 64, 128, slots);
+  EXPECT_EQ(g.full_groups, 10);  // the fiftieth session's: the remainder last
+  g = s8::bwd_grid_groups(fd::WindowMask(p), 64, 4096, unit, 50ll << 20, s8::BwdOrder::head, 64, 128, slots);
+  EXPECT_EQ(g.group_units, 1);
+  EXPECT_EQ(asked, 1);
+  p.window_right = -1;  // no mask
+  g = s8::bwd_grid_groups(fd::WindowMask(p), 64, 4096, unit, 50ll << 20, s8::BwdOrder::automatic, 64, 128, slots);
+  EXPECT_EQ(g.full_groups, 10);
+  EXPECT_EQ(asked, 1);
+  // Forward (its caller checks the mask): 64 units of 2 MiB of K and V in groups
+  // of 12; 264 slots x 64 steps / 1,056 steps a unit = a last group of 16.
+  p.window_right = 0;
+  g = s8::fwd_grid_groups(fd::WindowMask(p), 64, 4096, 2 << 20, 50ll << 20, 128, 64, [] { return 264LL; });
+  EXPECT_EQ(g.group_units, 12);
+  EXPECT_EQ(g.full_groups, 4);
+}
+
 // WindowMask::queries, the rows a key range reaches, against keys(i) row by row.
 TEST(Sm80Plan, MaskQueriesAreTheRowsThatSeeTheKeys) {
   namespace fd = flashattn::detail;

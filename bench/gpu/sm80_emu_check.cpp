@@ -34,12 +34,13 @@ static void emu_forward(const fd::FwdParams& p) {
   static_assert(Cfg::smem() <= emu::kSmemBytes, "emulated shared memory too small");
   const long long m_blocks = (p.seqlen_q + Cfg::BM - 1) / Cfg::BM, units = p.heads_q * p.batch;
   // Masked calls in the launcher's block order (launch_fwd.cuh order_masked_grid;
-  // FLASHATTN_SM80_FWD_ORDER=groups), against a 50 MB L2 and 132 SMs of two blocks each.
+  // FLASHATTN_SM80_FWD_ORDER), against a 50 MB L2 and 132 SMs of two blocks each.
   if (s8::fwd_grouped_order() && m_blocks > 1 && units > 1 && (p.window_left >= 0 || p.window_right >= 0)) {
-    const long long G = s8::l2_group_units(units, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), 50 << 20);
-    const s8::UnitSteps st = s8::fwd_unit_steps(fd::WindowMask(p), p.seqlen_q, Cfg::BM, Cfg::BN);
-    args.group_units = static_cast<int>(G);
-    args.full_groups = static_cast<int>(s8::grid_full_groups(units, G, s8::grid_last_group_min(st.total, st.longest, 264)));
+    const s8::GridGroups g = s8::fwd_grid_groups(fd::WindowMask(p), units, p.seqlen_q,
+                                                 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), 50 << 20,
+                                                 Cfg::BM, Cfg::BN, [] { return 264LL; });
+    args.group_units = static_cast<int>(g.group_units);
+    args.full_groups = static_cast<int>(g.full_groups);
   }
   emu::launch({unsigned(m_blocks), unsigned(p.heads_q), unsigned(p.batch)}, Cfg::NW * 32,
               [&] { s8::fwd_kernel_for<T, D>(p, s8::FwdPlan{})(args); });
@@ -61,16 +62,12 @@ static void emu_backward(const fd::BwdParams& p) {
   args.n_blocks = static_cast<int>((p.seqlen_k + Cfg::BN - 1) / Cfg::BN);
   // FLASHATTN_SM80_BWD_ORDER as the launcher reads it, against a 50 MB L2 and
   // 132 SMs of one block each
-  const long long units = p.heads_kv * p.batch;
-  const long long G = s8::bwd_group_units(
-      units, s8::bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T)), 50 << 20);
-  long long last_min = 0;
-  if (s8::bwd_order() == s8::BwdOrder::automatic && (p.window_left >= 0 || p.window_right >= 0)) {
-    const s8::UnitSteps st = s8::bwd_unit_steps(fd::WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
-    last_min = s8::grid_last_group_min(st.total, st.longest, 132);
-  }
-  args.group_units = static_cast<int>(G);
-  args.full_groups = static_cast<int>(s8::grid_full_groups(units, G, last_min));
+  const s8::GridGroups g = s8::bwd_grid_groups(
+      fd::WindowMask(p), p.heads_kv * p.batch, p.seqlen_q,
+      s8::bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T)), 50 << 20, s8::bwd_order(), Cfg::BM,
+      Cfg::BN, [] { return 132LL; });
+  args.group_units = static_cast<int>(g.group_units);
+  args.full_groups = static_cast<int>(g.full_groups);
   const emu::Dim3 grid{unsigned(s8::bwd_blocks(args.n_blocks, p.heads_kv, p.batch)), 1, 1};
   auto* kernel = s8::bwd_kernel_for<T, D>(p);  // the launcher's choice
   emu::launch(grid, Cfg::NW * 32, [&] { kernel(args); });

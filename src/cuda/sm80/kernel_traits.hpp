@@ -107,18 +107,18 @@ inline long long l2_group_units(long long units, long long unit_bytes, long long
 }
 
 // The sm80 forward's block order under a causal / window mask,
-// FLASHATTN_SM80_FWD_ORDER (read once per process): head (default) runs each
-// (batch, head) unit's query tiles in turn, longest first; groups runs them in
-// groups of units that fit half the L2 with their K and V rows, longest query
-// tiles first across the group, and a last group large enough to end on short
-// blocks (grid_block, grid_full_groups). A list-scheduling model puts groups
-// at 0.88-0.95x the head order's time on causal calls (bench/NOTES.md, "The
-// sm80 forward's masked grid"); not yet measured on a GPU, so not the default.
-// Unmasked calls always take the head order.
+// FLASHATTN_SM80_FWD_ORDER (read once per process): groups (default) runs the
+// (batch, head) units in groups that fit half the L2 with their K and V rows,
+// longest query tiles first across the group, and a last group large enough
+// to end on short blocks (grid_block, grid_full_groups); head runs each unit's
+// query tiles in turn, longest first (the order before the fifty-second
+// session). Measured on an H100, causal, head dims 64-256, 1k-16k tokens:
+// groups 1.00-1.11x the head order's speed (bench/NOTES.md, "The sm80
+// forward's masked grid"). Unmasked calls always take the head order.
 inline bool fwd_grouped_order() {
   static const bool g = [] {
     const char* e = std::getenv("FLASHATTN_SM80_FWD_ORDER");
-    return e != nullptr && std::strcmp(e, "groups") == 0;
+    return e == nullptr || std::strcmp(e, "head") != 0;
   }();
   return g;
 }
@@ -199,6 +199,43 @@ inline long long grid_last_group_min(long long unit_steps, long long longest, lo
 // dQ-accumulator rows, seqlen_q rows of the tile's head dim d each.
 constexpr long long bwd_unit_bytes(long long group, long long seqlen_q, long long d, long long es) {
   return group * seqlen_q * d * (2 * es + 4);
+}
+
+// The grid's groups for one call: G units a group, K full groups before the
+// last (grid_block). One computation for the launchers (launch_fwd.cuh
+// order_masked_grid, launch_bwd.cuh) and the emulator's harness
+// (bench/gpu/sm80_emu_check.cpp), which passes a fixed L2 and slot count.
+// slots() is called only under a mask (on a GPU it is an occupancy query).
+struct GridGroups {
+  long long group_units = 1, full_groups = 0;
+};
+
+// Forward, masked calls in groups (fwd_grouped_order): units of unit_bytes of
+// K and V rows each.
+template <class Slots>
+GridGroups fwd_grid_groups(const WindowMask& mask, long long units, long long seqlen_q, long long unit_bytes,
+                           long long l2_bytes, int BM, int BN, Slots slots) {
+  GridGroups g;
+  g.group_units = l2_group_units(units, unit_bytes, l2_bytes);
+  const UnitSteps st = fwd_unit_steps(mask, seqlen_q, BM, BN);
+  g.full_groups = grid_full_groups(units, g.group_units, grid_last_group_min(st.total, st.longest, slots()));
+  return g;
+}
+
+// Backward, every call: units of bwd_unit_bytes each, in the order asked for;
+// under a mask the automatic order sizes the last group (grid_full_groups).
+template <class Slots>
+GridGroups bwd_grid_groups(const WindowMask& mask, long long units, long long seqlen_q, long long unit_bytes,
+                           long long l2_bytes, BwdOrder order, int BM, int BN, Slots slots) {
+  GridGroups g;
+  g.group_units = bwd_group_units(units, unit_bytes, l2_bytes, order);
+  long long last_min = 0;
+  if (order == BwdOrder::automatic && g.group_units < units && (mask.left >= 0 || mask.right >= 0)) {
+    const UnitSteps st = bwd_unit_steps(mask, seqlen_q, mask.seqlen_k, BM, BN);
+    last_min = grid_last_group_min(st.total, st.longest, slots());
+  }
+  g.full_groups = grid_full_groups(units, g.group_units, last_min);
+  return g;
 }
 
 // The order of a backward block's (query head, query tile) steps: the

@@ -42,9 +42,6 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   const long long unit_bytes = bwd_unit_bytes(p.heads_q / p.heads_kv, p.seqlen_q, D, sizeof(T));
   const DeviceInfo dev = device_info_or_zero(p.device_index);
   const long long units = p.heads_kv * p.batch;
-  const BwdOrder order = bwd_order();
-  const long long G = bwd_group_units(units, unit_bytes, dev.l2_bytes, order);
-  args.group_units = static_cast<int>(G);
   args.walk = static_cast<int>(bwd_walk());
   if (blocks > 0x7fffffffLL)
     return Status::Error(ErrorCode::Unsupported, "CUDA backward: batch * heads_kv * ceil(seqlen_k / " +
@@ -55,14 +52,13 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   Status s = set_smem(kernel, Cfg::smem());
   if (!s.ok()) return s;
   // Under a causal / window mask the blocks differ in length: the last group
-  // takes enough units that the grid ends on short blocks (grid_full_groups;
+  // takes enough units that the grid ends on short blocks (bwd_grid_groups;
   // varlen batches by their longest lengths).
-  long long last_min = 0;
-  if (order == BwdOrder::automatic && G < units && (p.window_left >= 0 || p.window_right >= 0)) {
-    const UnitSteps st = bwd_unit_steps(WindowMask(p), p.seqlen_q, p.seqlen_k, Cfg::BM, Cfg::BN);
-    last_min = grid_last_group_min(st.total, st.longest, grid_slots(kernel, Cfg::NW * 32, Cfg::smem(), dev));
-  }
-  args.full_groups = static_cast<int>(grid_full_groups(units, G, last_min));
+  const GridGroups g =
+      bwd_grid_groups(WindowMask(p), units, p.seqlen_q, unit_bytes, dev.l2_bytes, bwd_order(), Cfg::BM, Cfg::BN,
+                      [&] { return grid_slots(kernel, Cfg::NW * 32, Cfg::smem(), dev); });
+  args.group_units = static_cast<int>(g.group_units);
+  args.full_groups = static_cast<int>(g.full_groups);
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);
   FA_CUDA_TRY(cudaGetLastError());
   return Status::Ok();

@@ -14,27 +14,27 @@
 
 namespace flashattn::detail::cuda::sm80 {
 
-// Masked prefill (causal / window; not packed, split or decode) with
-// FLASHATTN_SM80_FWD_ORDER=groups: the blocks in groups of (batch, head) units
-// that fit half the L2 with their K and V rows, longest query tiles first
-// within a group, and a last group large enough that the grid ends on short
-// blocks (kernel_traits.hpp fwd_grouped_order, grid_block, grid_full_groups).
+// Masked prefill (causal / window; not packed, split or decode) in the
+// default FLASHATTN_SM80_FWD_ORDER=groups: the blocks in groups of (batch,
+// head) units that fit half the L2 with their K and V rows, longest query
+// tiles first within a group, and a last group large enough that the grid
+// ends on short blocks (kernel_traits.hpp fwd_grouped_order, fwd_grid_groups).
 // Varlen batches by their longest lengths. Else args keep the head order.
 // Never fails: a device query that fails only changes the order (grid_slots).
 template <class T, int D, class K>
 void order_masked_grid(const FwdParams& p, const FwdPlan& plan, K* kernel, int threads, size_t smem,
-                         FwdSeqArgs& args) {
+                       FwdSeqArgs& args) {
   using Cfg = FwdCfg<D>;
   const long long units = static_cast<long long>(plan.heads_y) * p.batch;
   if (!fwd_grouped_order() || plan.decode || plan.pack != 1 || plan.nsplit != 1 || plan.m_blocks < 2 ||
       units < 2 || (p.window_left < 0 && p.window_right < 0))
     return;
   const DeviceInfo dev = device_info_or_zero(p.device_index);
-  const long long G = l2_group_units(units, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)), dev.l2_bytes);
-  const UnitSteps st = fwd_unit_steps(WindowMask(p), p.seqlen_q, Cfg::BM, Cfg::BN);
-  args.group_units = static_cast<int>(G);
-  args.full_groups = static_cast<int>(
-      grid_full_groups(units, G, grid_last_group_min(st.total, st.longest, grid_slots(kernel, threads, smem, dev))));
+  const GridGroups g =
+      fwd_grid_groups(WindowMask(p), units, p.seqlen_q, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)),
+                      dev.l2_bytes, Cfg::BM, Cfg::BN, [&] { return grid_slots(kernel, threads, smem, dev); });
+  args.group_units = static_cast<int>(g.group_units);
+  args.full_groups = static_cast<int>(g.full_groups);
 }
 
 template <int E, int D>
