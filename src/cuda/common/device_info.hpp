@@ -11,7 +11,9 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstddef>
 #include <mutex>
+#include <vector>
 
 namespace flashattn::detail::cuda {
 
@@ -70,6 +72,32 @@ inline const DeviceInfo* device_info(int device, cudaError_t* err) {
   infos[device] = d;
   ready[device].store(true, std::memory_order_release);
   return &infos[device];
+}
+
+// Blocks of `kernel` one SM holds at (threads, smem) on `device` (the current
+// device), asked of the driver once per (kernel, threads, smem, device) and
+// process: the sm80 launchers size their masked grids' last group with it on
+// every call (sm80/fwd_plan.hpp grid_slots). 0 when the query fails, which is
+// not cached.
+inline int cached_blocks_per_sm(const void* kernel, int threads, size_t smem, int device) {
+  struct Entry {
+    const void* kernel;
+    int threads;
+    size_t smem;
+    int device, per_sm;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : cache)
+    if (e.kernel == kernel && e.threads == threads && e.smem == smem && e.device == device) return e.per_sm;
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  cache.push_back({kernel, threads, smem, device, per_sm});
+  return per_sm;
 }
 
 }  // namespace flashattn::detail::cuda

@@ -95,16 +95,12 @@ inline int sm_count(int device) {
 }
 
 // SM slots of a grid of `kernel`: SMs x its blocks per SM at threads and
-// smem; one block per SM where the occupancy query fails (the slots only size
-// the grids' last group, grid_full_groups: the order, never the results).
+// smem (asked once per kernel and device: cached_blocks_per_sm); one block per
+// SM where the occupancy query fails (the slots only size the grids' last
+// group, grid_full_groups: the order, never the results).
 template <class K>
-long long grid_slots(K* kernel, int threads, size_t smem, const DeviceInfo& dev) {
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(kernel), threads, smem) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    per_sm = 1;
-  }
+long long grid_slots(K* kernel, int threads, size_t smem, const DeviceInfo& dev, int device) {
+  const int per_sm = cached_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, device);
   return static_cast<long long>(dev.sm_count > 0 ? dev.sm_count : 1) * (per_sm > 0 ? per_sm : 1);
 }
 

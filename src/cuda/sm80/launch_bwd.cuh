@@ -56,7 +56,7 @@ Status launch_bwd_main(const BwdParams& p, const BwdArgs& grid_free_args, cudaSt
   // varlen batches by their longest lengths).
   const GridGroups g =
       bwd_grid_groups(WindowMask(p), units, p.seqlen_q, unit_bytes, dev.l2_bytes, bwd_order(), Cfg::BM, Cfg::BN,
-                      [&] { return grid_slots(kernel, Cfg::NW * 32, Cfg::smem(), dev); });
+                      [&] { return grid_slots(kernel, Cfg::NW * 32, Cfg::smem(), dev, p.device_index); });
   args.group_units = static_cast<int>(g.group_units);
   args.full_groups = static_cast<int>(g.full_groups);
   kernel<<<grid, Cfg::NW * 32, Cfg::smem(), stream>>>(args);

@@ -32,7 +32,7 @@ void order_masked_grid(const FwdParams& p, const FwdPlan& plan, K* kernel, int t
   const DeviceInfo dev = device_info_or_zero(p.device_index);
   const GridGroups g =
       fwd_grid_groups(WindowMask(p), units, p.seqlen_q, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)),
-                      dev.l2_bytes, Cfg::BM, Cfg::BN, [&] { return grid_slots(kernel, threads, smem, dev); });
+                      dev.l2_bytes, Cfg::BM, Cfg::BN, [&] { return grid_slots(kernel, threads, smem, dev, p.device_index); });
   args.group_units = static_cast<int>(g.group_units);
   args.full_groups = static_cast<int>(g.full_groups);
 }
