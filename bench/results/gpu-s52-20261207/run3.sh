@@ -5,7 +5,10 @@
 #   (1) GPU tests: forward / causal / window (1,325 tests, fp8 excluded);
 #   (2) compute-sanitizer memcheck on the forward's bf16 causal tests of many tiles;
 #   H200 only: bench_fp8.py on the Hopper kernels (issue 9's fp8 / bf16 ratio);
-#   (3) while LIMIT seconds last: fG (the default) / fH (FLASHATTN_SM80_FWD_ORDER=head) processes.
+#   (3) the sm80 table's grid (README "H200, sm80 kernels"): two bench_peers.py processes, fwd and
+#       bwd, head dims 64 / 128 / 256, causal and not, 512-16k, flashattn and SDPA's FA2;
+#   (4) while LIMIT seconds last: fG (the default) / fH (FLASHATTN_SM80_FWD_ORDER=head) processes.
+# Not run in the fifty-second session (no machine started after call 2); for the next one.
 set -uo pipefail
 L=$OUT/logs; mkdir -p $L
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv > $L/gpu.txt; cat $L/gpu.txt
@@ -25,6 +28,10 @@ case "$name" in *H200*)
   echo "fp8 rc=$? t=$((SECONDS-t0))"; grep -h ',16384,' $L/fp8-r0.csv | grep -v sdpa ;;
 esac
 export FLASHATTN_DISABLE_SM90=1
+for r in 1 2; do
+  timeout 120 python3 bench/gpu/bench_peers.py $L/grid-r$r.csv --impls flashattn,sdpa_flash > $L/grid-r$r.log 2>&1
+  echo "sm80 grid $r rc=$? t=$((SECONDS-t0))"
+done
 n=0
 for o in fG fH fH fG fG fH fH fG; do
   n=$((n+1))
