@@ -30,9 +30,9 @@ void order_masked_grid(const FwdParams& p, const FwdPlan& plan, K* kernel, int t
       units < 2 || (p.window_left < 0 && p.window_right < 0))
     return;
   const DeviceInfo dev = device_info_or_zero(p.device_index);
-  const GridGroups g =
-      fwd_grid_groups(WindowMask(p), units, p.seqlen_q, 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T)),
-                      dev.l2_bytes, Cfg::BM, Cfg::BN, [&] { return grid_slots(kernel, threads, smem, dev, p.device_index); });
+  const long long kv_bytes = 2 * p.seqlen_k * D * static_cast<long long>(sizeof(T));  // a unit's K and V rows
+  const GridGroups g = fwd_grid_groups(WindowMask(p), units, p.seqlen_q, kv_bytes, dev.l2_bytes, Cfg::BM, Cfg::BN,
+                                       [&] { return grid_slots(kernel, threads, smem, dev, p.device_index); });
   args.group_units = static_cast<int>(g.group_units);
   args.full_groups = static_cast<int>(g.full_groups);
 }
