@@ -118,8 +118,8 @@ __global__ void __launch_bounds__(Cfg::NW * 32) fwd_kernel(const FwdSeqArgs a) {
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Heaviest (causal: last) query blocks first: within each (batch, head)
-  // unit (x of the 3-D grid), or within each group of units (masked calls
-  // with FLASHATTN_SM80_FWD_ORDER=groups, kernel_traits.hpp fwd_grouped_order).
+  // unit (x of the 3-D grid), or within each group of units (masked prefill
+  // calls in the default order, kernel_traits.hpp fwd_grouped_order).
   int m_block = gridDim.x - 1 - blockIdx.x, hy = blockIdx.y, bz = blockIdx.z;
   if (a.group_units > 0) {
     const GridBlock gb = grid_block(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), a.group_units,
