@@ -5,7 +5,7 @@
 #   (1) GPU tests: forward / causal / window (1,325 tests, fp8 excluded);
 #   (2) compute-sanitizer memcheck on the forward's bf16 causal tests of many tiles;
 #   H200 only: bench_fp8.py on the Hopper kernels (issue 9's fp8 / bf16 ratio);
-#   (3) the sm80 table's grid (README "H200, sm80 kernels"): two bench_peers.py processes, fwd and
+#   (3) the sm80 table's grid (README "sm80 kernels"): two bench_peers.py processes, fwd and
 #       bwd, head dims 64 / 128 / 256, causal and not, 512-16k, flashattn and SDPA's FA2;
 #   (4) while LIMIT seconds last: fG (the default) / fH (FLASHATTN_SM80_FWD_ORDER=head) processes.
 # Not run in the fifty-second session (no machine started after call 2); for the next one.
