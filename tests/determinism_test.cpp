@@ -74,6 +74,26 @@ std::vector<Case> det_cases() {
     c.window_right = 0;
     c.layout = Layout::BSHD;
     v.push_back(c);
+    // Many tiles both ways for the CPU backward's wavefront, whose tasks wait
+    // on the two tasks before them instead of a barrier per step: more query
+    // tiles than KV tiles (the waits on dQ skip the steps past the last KV
+    // tile), rows that see no key (bottom-right causal, Sq > Sk), GQA.
+    c.seqlen_q = 1500;
+    c.seqlen_k = 400;
+    c.heads_q = 4;
+    c.heads_kv = 2;
+    c.head_dim = 64;
+    c.softcap = 0.0f;
+    c.window_left = c.window_right = -1;
+    c.causal = true;
+    v.push_back(c);
+    // More KV tiles than query tiles, rows of 1024 keys and more (fp32 runs
+    // on the AMX tiles there, where the CPU has them).
+    c.seqlen_q = 1100;
+    c.seqlen_k = 1100;
+    c.head_dim = 128;
+    c.causal = false;
+    v.push_back(c);
   }
   return v;
 }

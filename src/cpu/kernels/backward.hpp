@@ -28,8 +28,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <thread>
 
 #include "common/mask.hpp"
 #include "convert.hpp"
@@ -48,6 +51,69 @@ struct BwdLayout {
   size_t kt, vt, kr, dk, dv, q, dout, dq, lse, dsum, per_group;
   // Per thread.
   size_t s, dps, kpos, zr, per_thread;
+};
+
+// The wavefront's steps without a barrier between them. At step t the task
+// of KV tile j adds to dK_j, dV_j and to dQ_i, i = (j + t) mod steps; a
+// barrier after each step made every task wait for the slowest of the step
+// before (2k causal: 4-6 busy tasks a step for 2 threads, and ~10% of the AMX
+// fp32 backward's samples in the barrier's spin). The order needs less: task
+// (j, t) after (j, t - 1), the one before it on dK_j and dV_j, and after the
+// last earlier task on dQ_i, (j + k, t - k) for the smallest k >= 1 with
+// (j + k) mod steps a KV tile. Tasks are claimed in (step, group, tile) order
+// from one counter, and each waits for those two; a task waits only on tasks
+// claimed before it, whose threads are running them, so the waits end. Every
+// accumulator still receives its terms in step order: the same bits as the
+// barrier wavefront, for any thread count.
+class Wavefront {
+ public:
+  Wavefront(int64_t groups, int64_t tk, int64_t steps)
+      : tk_(tk), steps_(steps), done_(new std::atomic<int64_t>[size_t(std::max<int64_t>(1, groups * tk))]) {}
+
+  // Before a chunk of ng groups, by one thread, with a barrier after it.
+  void reset(int64_t ng) {
+    ng_ = ng;
+    next_.store(0, std::memory_order_relaxed);
+    for (int64_t x = 0; x < ng * tk_; ++x) done_[x].store(0, std::memory_order_relaxed);
+  }
+
+  // Every thread of the team: pair(gl, i, j) for each task, query tile i
+  // (which may be past the last: steps >= tq) of KV tile j in group gl.
+  template <class Pair>
+  void run(Pair pair) {
+    const int64_t per_step = ng_ * tk_, total = steps_ * per_step;
+    for (int64_t n; (n = next_.fetch_add(1, std::memory_order_relaxed)) < total;) {
+      const int64_t t = n / per_step, gl = n % per_step / tk_, j = n % tk_;
+      std::atomic<int64_t>* d = done_.get() + gl * tk_;
+      wait_for(d[j], t);
+      for (int64_t k = 1; k <= t; ++k) {
+        const int64_t jk = (j + k) % steps_;
+        if (jk < tk_) {
+          wait_for(d[jk], t - k + 1);
+          break;
+        }
+      }
+      pair(gl, (j + t) % steps_, j);
+      d[j].store(t + 1, std::memory_order_release);
+    }
+  }
+
+ private:
+  static void wait_for(const std::atomic<int64_t>& a, int64_t steps_done) {
+    for (int spins = 0; a.load(std::memory_order_acquire) < steps_done; ++spins) {
+      if (spins < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        std::this_thread::yield();  // more threads than cores: let the one we wait for run
+      }
+    }
+  }
+
+  int64_t tk_, steps_, ng_ = 0;
+  std::atomic<int64_t> next_{0};
+  std::unique_ptr<std::atomic<int64_t>[]> done_;  // per (group, KV tile): its steps finished
 };
 
 inline BwdLayout bwd_layout(const BwdParams& p, int nthreads) {
@@ -280,12 +346,15 @@ void backward_t(const BwdParams& p, float* ws, int nthreads) {
   const int64_t g = p.group(), d = p.head_dim, ldr = L.ldr;
   const float kfac = p.softcap > 0.0f ? p.softcap : 1.0f;
   float* const wbase = ws + size_t(L.chunk) * L.per_group;
+  Wavefront wf(L.chunk, L.tk, L.steps);
 #pragma omp parallel num_threads(nthreads)
   {
     float* W = wbase + size_t(omp_get_thread_num()) * L.per_thread;
     for (int64_t g0 = 0; g0 < L.groups; g0 += L.chunk) {
       const int64_t ng = std::min(L.chunk, L.groups - g0);
       auto group_base = [&](int64_t gl) { return ws + size_t(gl) * L.per_group; };
+#pragma omp single nowait
+      wf.reset(ng);  // (the barriers of the prologue's loops below come before run)
 #pragma omp for schedule(dynamic, 1) nowait
       for (int64_t x = 0; x < ng * L.tk; ++x) {
         const int64_t gg = g0 + x / L.tk;
@@ -298,15 +367,11 @@ void backward_t(const BwdParams& p, float* ws, int nthreads) {
         bwd_load_q<T>(p, L, group_base(x / qrows), gg / p.heads_kv, gg % p.heads_kv,
                       rr / p.seqlen_q, rr % p.seqlen_q);
       }
-      // Wavefront: the implicit barrier after each step orders the steps.
-      for (int64_t t = 0; t < L.steps; ++t) {
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t x = 0; x < ng * L.tk; ++x) {
-          const int64_t j = x % L.tk, i = (j + t) % L.steps;
-          const int64_t gg = g0 + x / L.tk;
-          if (i < L.tq) bwd_pair(p, mask, L, group_base(x / L.tk), W, i, j, gg / p.heads_kv, gg % p.heads_kv);
-        }
-      }
+      wf.run([&](int64_t gl, int64_t i, int64_t j) {
+        const int64_t gg = g0 + gl;
+        if (i < L.tq) bwd_pair(p, mask, L, group_base(gl), W, i, j, gg / p.heads_kv, gg % p.heads_kv);
+      });
+#pragma omp barrier
 #pragma omp for schedule(static) nowait
       for (int64_t x = 0; x < ng * p.seqlen_k; ++x) {
         const int64_t gg = g0 + x / p.seqlen_k, jj = x % p.seqlen_k;

@@ -137,6 +137,31 @@ void bwd_load_kv_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, uint16
   std::memset(G + L.dvt + j * L.dp * BC, 0, sizeof(float) * size_t(L.dp * BC));
 }
 
+// D = rowsum(dO o O) of one row, in 16 lanes (a scalar sum was ~1% of a
+// 2k fp32 backward).
+inline float row_dot(const float* a, const float* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t k = 0; k < n; k += 16) {
+    const __mmask16 m = k + 16 <= n ? __mmask16(0xffff) : __mmask16((1u << (n - k)) - 1);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + k), _mm512_maskz_loadu_ps(m, b + k), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+// Query rows a head stride apart ([batch, seq, heads, d]) left the prologue
+// waiting on its loads (split_row and bwd_load_q_amx were 6% of a 2k fp32
+// backward's samples): the Q, dO and O rows kSplitAhead rows ahead are
+// prefetched.
+template <class T>
+void bwd_prefetch_q_amx(const BwdParams& p, const BwdLayoutAmx& L, int64_t b, int64_t hk, int64_t hl, int64_t i) {
+  if (i >= p.seqlen_q) return;
+  const int64_t h = hk * p.group() + hl, bytes = p.head_dim * int64_t(sizeof(T));
+  prefetch_lines(rows_of<const T>(p.q, p.q_str, b, h).row(i), bytes);
+  prefetch_lines(rows_of<const T>(p.dout, p.do_str, b, h).row(i), bytes);
+  prefetch_lines(rows_of<const T>(p.out, p.o_str, b, h).row(i), bytes);
+  (void)L;
+}
+
 // Group prologue, query side: padded row x of query head hl (zeros past Sq).
 template <class T>
 void bwd_load_q_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, float* tmp, int64_t b,
@@ -163,9 +188,7 @@ void bwd_load_q_amx(const BwdParams& p, const BwdLayoutAmx& L, float* G, float* 
   float *dof = tmp, *of = tmp + L.dp;
   load_row(drow, dof, d, 1.0f);
   load_row(rows_of<const T>(p.out, p.o_str, b, h).row(i), of, d, 1.0f);
-  float acc = 0.0f;
-  for (int64_t k = 0; k < d; ++k) acc += dof[k] * of[k];
-  G[L.dsum + r] = acc;
+  G[L.dsum + r] = row_dot(dof, of, d);
   G[L.lse + r] = lse_for_bwd(p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i]);
 }
 
@@ -283,12 +306,15 @@ void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
   // cap; with Q unscaled here the two meet as scale.
   const float kmul = p.scale;
   float* const wbase = ws + size_t(L.chunk) * L.per_group;
+  Wavefront wf(L.chunk, L.tk, L.steps);
 #pragma omp parallel num_threads(nthreads)
   {
     float* W = wbase + size_t(omp_get_thread_num()) * L.per_thread;
     for (int64_t g0 = 0; g0 < L.groups; g0 += L.chunk) {
       const int64_t ng = std::min(L.chunk, L.groups - g0);
       auto group_base = [&](int64_t gl) { return ws + size_t(gl) * L.per_group; };
+#pragma omp single nowait
+      wf.reset(ng);  // (the barriers of the prologue's loops below come before run)
 #pragma omp for schedule(dynamic, 1) nowait
       for (int64_t x = 0; x < ng * L.tk; ++x) {
         const int64_t gg = g0 + x / L.tk;
@@ -298,6 +324,10 @@ void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
       const int64_t qrows = g * L.sqp;
 #pragma omp for schedule(static)
       for (int64_t x = 0; x < ng * qrows; ++x) {
+        if (x + kSplitAhead < ng * qrows) {
+          const int64_t ga = g0 + (x + kSplitAhead) / qrows, ra = (x + kSplitAhead) % qrows;
+          bwd_prefetch_q_amx<T>(p, L, ga / p.heads_kv, ga % p.heads_kv, ra / L.sqp, ra % L.sqp);
+        }
         const int64_t gg = g0 + x / qrows, rr = x % qrows;
         bwd_load_q_amx<T>(p, L, group_base(x / qrows), W + L.tmp, gg / p.heads_kv, gg % p.heads_kv,
                        rr / L.sqp, rr % L.sqp);
@@ -316,25 +346,34 @@ void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
           transpose_bf16(dr, nq, d, dp, BR, u16(G + L.dotb) + q * L.qtb_plane + t * dp * BR, BR);
         }
       }
-      for (int64_t t = 0; t < L.steps; ++t) {
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t x = 0; x < ng * L.tk; ++x) {
-          const int64_t j = x % L.tk, i = (j + t) % L.steps;
-          const int64_t gg = g0 + x / L.tk;
-          if (i < L.tq) bwd_pair_amx<T>(p, mask, L, group_base(x / L.tk), W, i, j, gg / p.heads_kv, gg % p.heads_kv);
-        }
-      }
+      wf.run([&](int64_t gl, int64_t i, int64_t j) {
+        const int64_t gg = g0 + gl;
+        if (i < L.tq) bwd_pair_amx<T>(p, mask, L, group_base(gl), W, i, j, gg / p.heads_kv, gg % p.heads_kv);
+      });
+#pragma omp barrier
+      // dK, dV back to rows, 16 keys at a time: 16 x 16 transposes of the
+      // d x BC accumulators into the thread's S buffer (free after the
+      // steps), then the rows out. (A scalar gather per key, one load per
+      // 512-byte stride, was 4-6% of the fp32 backward's samples.)
+      const int64_t kb = (p.seqlen_k + 15) / 16;
 #pragma omp for schedule(static) nowait
-      for (int64_t x = 0; x < ng * p.seqlen_k; ++x) {
-        const int64_t gg = g0 + x / p.seqlen_k, jj = x % p.seqlen_k;
+      for (int64_t x = 0; x < ng * kb; ++x) {
+        const int64_t gg = g0 + x / kb, jj0 = (x % kb) * 16, nk = std::min<int64_t>(16, p.seqlen_k - jj0);
         const int64_t b = gg / p.heads_kv, hk = gg % p.heads_kv;
-        const float* G = group_base(x / p.seqlen_k);
-        const size_t at = size_t((jj / BC) * dp * BC + jj % BC);
-        float* tmp = W + L.tmp;
-        for (int64_t k = 0; k < d; ++k) tmp[k] = G[L.dkt + at + size_t(k * BC)];
-        store_row(tmp, rows_of<T>(p.dk, p.dk_str, b, hk).row(jj), d, kmul);
-        for (int64_t k = 0; k < d; ++k) tmp[k] = G[L.dvt + at + size_t(k * BC)];
-        store_row(tmp, rows_of<T>(p.dv, p.dv_str, b, hk).row(jj), d, 1.0f);
+        const float* G = group_base(x / kb);
+        const size_t at = size_t((jj0 / BC) * dp * BC + jj0 % BC);
+        float* rows = W + L.s;  // 16 rows of dp floats
+        auto out = [&](size_t acc, const auto& dst, float mul) {
+          for (int64_t k0 = 0; k0 < dp; k0 += 16) {
+            __m512i r[16];
+            for (int c = 0; c < 16; ++c) r[c] = _mm512_loadu_si512(G + acc + at + size_t((k0 + c) * BC));
+            transpose16x16(r);
+            for (int c = 0; c < 16; ++c) _mm512_storeu_si512(rows + c * dp + k0, r[c]);
+          }
+          for (int64_t c = 0; c < nk; ++c) store_row(rows + c * dp, dst.row(jj0 + c), d, mul);
+        };
+        out(L.dkt, rows_of<T>(p.dk, p.dk_str, b, hk), kmul);
+        out(L.dvt, rows_of<T>(p.dv, p.dv_str, b, hk), 1.0f);
       }
 #pragma omp for schedule(static)
       for (int64_t x = 0; x < ng * g * p.seqlen_q; ++x) {
