@@ -32,6 +32,15 @@ def read(paths):
     return data
 
 
+def device(paths):
+    """The GPU named in the first run's "# device: NAME, driver ..." line (bench_peers.py)."""
+    with open(paths[0]) as f:
+        for line in f:
+            if line.startswith("# device:"):
+                return line[len("# device:"):].split(",")[0].strip().replace("NVIDIA ", "")
+    return "GPU"
+
+
 def main(paths, out, replace=()):
     data = read(paths)
     data.update(read(replace))
@@ -60,7 +69,7 @@ def main(paths, out, replace=()):
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     runs = f"{len(paths)} run(s)" + (f", some series from {len(replace)} later run(s)" if replace else "")
-    fig.suptitle(f"H200 bf16, {runs}: median, bars min..max", fontsize=10)
+    fig.suptitle(f"{device(paths)} bf16, {runs}: median, bars min..max", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
