@@ -153,13 +153,12 @@ inline float row_dot(const float* a, const float* b, int64_t n) {
 // backward's samples): the Q, dO and O rows kSplitAhead rows ahead are
 // prefetched.
 template <class T>
-void bwd_prefetch_q_amx(const BwdParams& p, const BwdLayoutAmx& L, int64_t b, int64_t hk, int64_t hl, int64_t i) {
+void bwd_prefetch_q_amx(const BwdParams& p, int64_t b, int64_t hk, int64_t hl, int64_t i) {
   if (i >= p.seqlen_q) return;
   const int64_t h = hk * p.group() + hl, bytes = p.head_dim * int64_t(sizeof(T));
   prefetch_lines(rows_of<const T>(p.q, p.q_str, b, h).row(i), bytes);
   prefetch_lines(rows_of<const T>(p.dout, p.do_str, b, h).row(i), bytes);
   prefetch_lines(rows_of<const T>(p.out, p.o_str, b, h).row(i), bytes);
-  (void)L;
 }
 
 // Group prologue, query side: padded row x of query head hl (zeros past Sq).
@@ -326,7 +325,7 @@ void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
       for (int64_t x = 0; x < ng * qrows; ++x) {
         if (x + kSplitAhead < ng * qrows) {
           const int64_t ga = g0 + (x + kSplitAhead) / qrows, ra = (x + kSplitAhead) % qrows;
-          bwd_prefetch_q_amx<T>(p, L, ga / p.heads_kv, ga % p.heads_kv, ra / L.sqp, ra % L.sqp);
+          bwd_prefetch_q_amx<T>(p, ga / p.heads_kv, ga % p.heads_kv, ra / L.sqp, ra % L.sqp);
         }
         const int64_t gg = g0 + x / qrows, rr = x % qrows;
         bwd_load_q_amx<T>(p, L, group_base(x / qrows), W + L.tmp, gg / p.heads_kv, gg % p.heads_kv,
@@ -362,6 +361,7 @@ void backward_amx_t(const BwdParams& p, float* ws, int nthreads) {
         const int64_t b = gg / p.heads_kv, hk = gg % p.heads_kv;
         const float* G = group_base(x / kb);
         const size_t at = size_t((jj0 / BC) * dp * BC + jj0 % BC);
+        static_assert(BR * BC >= 16 * 256, "the S buffer holds 16 rows of the widest dp");
         float* rows = W + L.s;  // 16 rows of dp floats
         auto out = [&](size_t acc, const auto& dst, float mul) {
           for (int64_t k0 = 0; k0 < dp; k0 += 16) {
