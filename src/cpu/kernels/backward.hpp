@@ -5,12 +5,13 @@
 //   dS = P o (dP - D_i)  [o (1 - tanh^2) with softcap],  D = rowsum(dO o O),
 //   dV_j += P^T dO_i,  dK_j += dS^T (scale Q_i),  dQ_i += dS K_j  (x scale at the end).
 //
-// Determinism scheme (bit-identical for any thread count, no atomics): a
+// Determinism scheme (bit-identical for any thread count, no atomic adds): a
 // wavefront over tile pairs. At step t, the task of KV tile j takes query tile
 // i = (j + t) mod T (T = max(#query tiles, #KV tiles)); within a step no two
 // tasks share an i or a j, so the fp32 accumulators dQ_i, dK_j, dV_j each
 // have one writer per step, and every accumulator receives its contributions
-// in step order whatever thread runs them. Steps are separated by barriers.
+// in step order whatever thread runs them. Each task waits for the two
+// tasks before it on its accumulators (Wavefront, below), not for a barrier.
 // All five tile GEMMs are done once per pair (no recomputation pass).
 //
 // Memory: the accumulators and fp32 copies of the operands (Q scaled, dO, K,
